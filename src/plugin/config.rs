@@ -1,0 +1,209 @@
+//! Settings read once from the environment into typed values. An invalid value is reported once and
+//! the default kept, so a typo never silently changes behaviour.
+
+use super::log;
+
+/// Which device family the plugin drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The host CPU (`libomptarget.rtl.x86_64`).
+    Host,
+    /// NVIDIA GPUs through the CUDA driver (`libomptarget.rtl.cuda`).
+    Cuda,
+    /// AMD GPUs through the HSA runtime (`libomptarget.rtl.amdgpu`).
+    Amdgpu,
+}
+
+impl BackendKind {
+    /// Parses an `OMPRPC_BACKEND` value.
+    pub fn parse(text: &str) -> Option<BackendKind> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "host" | "x86_64" => Some(BackendKind::Host),
+            "cuda" | "nvptx" => Some(BackendKind::Cuda),
+            "amdgpu" | "hsa" => Some(BackendKind::Amdgpu),
+            _ => None,
+        }
+    }
+
+    /// Works out the backend from the file name the plugin was loaded under, as libomptarget names
+    /// plugins: `libomptarget.rtl.<arch>[.nextgen].so[.<version>]`.
+    pub fn from_plugin_file_name(file_name: &str) -> Option<BackendKind> {
+        let rest = file_name.strip_prefix("libomptarget.rtl.")?;
+        let (arch, suffix) = rest.split_once('.')?;
+        let suffix = suffix.strip_prefix("nextgen.").unwrap_or(suffix);
+        let version = suffix.strip_prefix("so")?;
+        let version_ok = version.is_empty()
+            || version.strip_prefix('.').is_some_and(|v| {
+                !v.is_empty()
+                    && v.split('.')
+                        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            });
+        if !version_ok {
+            return None;
+        }
+        match arch {
+            "x86_64" => Some(BackendKind::Host),
+            "cuda" => Some(BackendKind::Cuda),
+            "amdgpu" => Some(BackendKind::Amdgpu),
+            _ => None,
+        }
+    }
+
+    /// The name users see in messages and in `OMPRPC_BACKEND`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Host => "host",
+            BackendKind::Cuda => "cuda",
+            BackendKind::Amdgpu => "amdgpu",
+        }
+    }
+}
+
+/// Default number of host devices; the stock x86_64 plugin hard-codes 4.
+pub const DEFAULT_HOST_DEVICES: usize = 4;
+/// Upper bound on `OMPRPC_HOST_DEVICES`, far above any sensible use, so a typo cannot exhaust memory.
+pub const MAX_HOST_DEVICES: usize = 1024;
+
+/// The plugin's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `OMPRPC_BACKEND`: overrides the backend implied by the file name.
+    pub backend_override: Option<BackendKind>,
+    /// `OMPRPC_HOST_DEVICES`: number of host devices.
+    pub host_devices: usize,
+    /// `LIBOMPTARGET_INFO`: the information mask.
+    pub info_level: u32,
+    /// `LIBOMPTARGET_NUM_INITIAL_STREAMS`: queues created per device up front.
+    pub initial_queues: usize,
+    /// `LIBOMPTARGET_NUM_INITIAL_EVENTS`: events created per device up front.
+    pub initial_events: usize,
+}
+
+impl Config {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Config {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup`, so tests need not touch the process environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Config {
+        let info_level = match lookup("LIBOMPTARGET_INFO") {
+            None => 0,
+            Some(text) => log::parse_info_level(&text).unwrap_or_else(|| {
+                log::error(format_args!(
+                    "LIBOMPTARGET_INFO='{text}' is not an integer; ignoring it"
+                ));
+                0
+            }),
+        };
+        let backend_override = lookup("OMPRPC_BACKEND").and_then(|text| {
+            let kind = BackendKind::parse(&text);
+            if kind.is_none() {
+                log::error(format_args!(
+                    "OMPRPC_BACKEND='{text}' is not one of host, cuda, amdgpu; using the plugin's file name instead"
+                ));
+            }
+            kind
+        });
+        Config {
+            backend_override,
+            host_devices: count_setting(
+                &lookup,
+                "OMPRPC_HOST_DEVICES",
+                DEFAULT_HOST_DEVICES,
+                1,
+                MAX_HOST_DEVICES,
+            ),
+            info_level,
+            initial_queues: count_setting(&lookup, "LIBOMPTARGET_NUM_INITIAL_STREAMS", 32, 0, 4096),
+            initial_events: count_setting(&lookup, "LIBOMPTARGET_NUM_INITIAL_EVENTS", 32, 0, 4096),
+        }
+    }
+}
+
+fn count_setting(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    default: usize,
+    min: usize,
+    max: usize,
+) -> usize {
+    let Some(text) = lookup(name) else {
+        return default;
+    };
+    match text.trim().parse::<usize>() {
+        Ok(v) if (min..=max).contains(&v) => v,
+        _ => {
+            log::error(format_args!(
+                "{name}='{text}' is not a whole number from {min} to {max}; using {default}"
+            ));
+            default
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_follows_the_stock_plugin_names() {
+        use BackendKind::*;
+        let cases = [
+            ("libomptarget.rtl.x86_64.nextgen.so", Some(Host)),
+            ("libomptarget.rtl.x86_64.so", Some(Host)),
+            ("libomptarget.rtl.x86_64.so.16", Some(Host)),
+            ("libomptarget.rtl.cuda.nextgen.so", Some(Cuda)),
+            ("libomptarget.rtl.cuda.so", Some(Cuda)),
+            ("libomptarget.rtl.amdgpu.nextgen.so", Some(Amdgpu)),
+            ("libomptarget.rtl.amdgpu.nextgen.so.16", Some(Amdgpu)),
+            ("libomptarget.rtl.ppc64.so", None),
+            ("libomptarget.rtl.x86_64.nextgen.dll", None),
+            ("libomptarget.rtl.x86_64.so.", None),
+            ("libomptarget.rtl.x86_64.so.1x", None),
+            ("libomprpc.so", None),
+            ("", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(BackendKind::from_plugin_file_name(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn backend_override_values() {
+        assert_eq!(BackendKind::parse("HOST"), Some(BackendKind::Host));
+        assert_eq!(BackendKind::parse("cuda"), Some(BackendKind::Cuda));
+        assert_eq!(BackendKind::parse("amdgpu"), Some(BackendKind::Amdgpu));
+        assert_eq!(BackendKind::parse("gpu"), None);
+    }
+
+    #[test]
+    fn settings_keep_defaults_on_bad_values() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let c = Config::from_lookup(env(&[]));
+        assert_eq!(c.host_devices, 4);
+        assert_eq!(c.backend_override, None);
+        assert_eq!(c.info_level, 0);
+        let c = Config::from_lookup(env(&[
+            ("OMPRPC_HOST_DEVICES", "2"),
+            ("OMPRPC_BACKEND", "cuda"),
+        ]));
+        assert_eq!(c.host_devices, 2);
+        assert_eq!(c.backend_override, Some(BackendKind::Cuda));
+        let c = Config::from_lookup(env(&[
+            ("OMPRPC_HOST_DEVICES", "0"),
+            ("LIBOMPTARGET_INFO", "-1"),
+        ]));
+        assert_eq!(c.host_devices, 4);
+        assert_eq!(c.info_level, u32::MAX);
+        let c = Config::from_lookup(env(&[("OMPRPC_HOST_DEVICES", "999999")]));
+        assert_eq!(c.host_devices, 4);
+    }
+}

@@ -1,0 +1,106 @@
+//! The crate's one error type. Its `Display` is the one-line message a user reads on stderr.
+
+use std::fmt;
+
+/// Everything that can go wrong between libomptarget and a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A required pointer argument was null.
+    NullArg(&'static str),
+    /// A device id outside `0..count`.
+    InvalidDevice { id: i32, count: usize },
+    /// An argument is out of range or inconsistent; the text says which and why.
+    InvalidArg(String),
+    /// The plugin was used before `init_device` succeeded for that device.
+    DeviceNotInitialized(i32),
+    /// An image that the backend cannot load.
+    BadImage(String),
+    /// An entry of the image's table has no counterpart in the loaded image.
+    MissingSymbol { image: String, symbol: String },
+    /// A handle (kernel, queue, event, allocation) that this plugin did not hand out or already released.
+    UnknownHandle { what: &'static str, addr: usize },
+    /// The device is out of memory.
+    OutOfMemory { size: usize },
+    /// An operating-system call failed.
+    Os { call: &'static str, detail: String },
+    /// The backend exists in name only in this version.
+    Unsupported(String),
+    /// A panic inside the plugin, caught at the C boundary.
+    Panic(String),
+}
+
+/// Result alias used throughout the crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NullArg(what) => write!(f, "{what} is NULL"),
+            Error::InvalidDevice { id, count } => {
+                write!(
+                    f,
+                    "device id {id} is out of range: this plugin has {count} device(s)"
+                )
+            }
+            Error::InvalidArg(text) => f.write_str(text),
+            Error::DeviceNotInitialized(id) => {
+                write!(f, "device {id} is used before it was initialised")
+            }
+            Error::BadImage(text) => write!(f, "cannot load the device image: {text}"),
+            Error::MissingSymbol { image, symbol } => {
+                write!(
+                    f,
+                    "the device image {image} has no symbol '{symbol}' named in its entry table"
+                )
+            }
+            Error::UnknownHandle { what, addr } => {
+                write!(
+                    f,
+                    "{what} {addr:#x} was not created by this device or was already released"
+                )
+            }
+            Error::OutOfMemory { size } => write!(f, "cannot allocate {size} bytes: out of memory"),
+            Error::Os { call, detail } => write!(f, "{call} failed: {detail}"),
+            Error::Unsupported(text) => f.write_str(text),
+            Error::Panic(text) => write!(f, "internal error (please report it): {text}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    /// The error of a failed libc call, with `errno`'s text.
+    pub fn last_os(call: &'static str) -> Error {
+        Error::Os {
+            call,
+            detail: std::io::Error::last_os_error().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_one_line_and_name_the_problem() {
+        let all = [
+            Error::NullArg("image"),
+            Error::InvalidDevice { id: 7, count: 4 },
+            Error::UnknownHandle {
+                what: "allocation",
+                addr: 0x10,
+            },
+            Error::OutOfMemory { size: 12 },
+        ];
+        for e in &all {
+            let text = e.to_string();
+            assert!(!text.contains('\n'), "{text}");
+        }
+        assert_eq!(
+            all[1].to_string(),
+            "device id 7 is out of range: this plugin has 4 device(s)"
+        );
+    }
+}

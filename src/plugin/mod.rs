@@ -1,0 +1,483 @@
+//! The generic core: devices, images and their entry tables, kernels, memory bookkeeping, queues and
+//! events. It validates everything libomptarget hands over, keeps the records that make bad handles
+//! detectable, and calls one backend hook per operation.
+
+pub mod config;
+pub mod error;
+pub mod image;
+pub mod log;
+pub mod pool;
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
+
+use crate::abi::types::{AsyncInfo, TargetTable};
+use crate::backend::{self, AllocKind, Backend, Event, LaunchBounds, Queue};
+use config::{BackendKind, Config};
+use error::{Error, Result};
+use image::{HostEntry, Kernel, LoadedImage};
+use pool::Pool;
+
+/// A backend queue at a fixed address, so that `__tgt_async_info::Queue` can point at it.
+pub struct QueueSlot {
+    queue: Box<dyn Queue>,
+}
+
+/// A backend event at a fixed address, handed to libomptarget as `void *`.
+pub struct EventSlot {
+    event: Box<dyn Event>,
+}
+
+/// One device's records.
+pub struct Device {
+    index: usize,
+    initialized: OnceLock<()>,
+    init_lock: Mutex<()>,
+    images: Mutex<Vec<LoadedImage>>,
+    kernels: RwLock<HashMap<usize, &'static Kernel>>,
+    allocations: Mutex<HashMap<usize, AllocKind>>,
+    queues: Pool<QueueSlot>,
+    events: Pool<EventSlot>,
+}
+
+impl Device {
+    fn new(index: usize) -> Device {
+        Device {
+            index,
+            initialized: OnceLock::new(),
+            init_lock: Mutex::new(()),
+            images: Mutex::new(Vec::new()),
+            kernels: RwLock::new(HashMap::new()),
+            allocations: Mutex::new(HashMap::new()),
+            queues: Pool::new("queue"),
+            events: Pool::new("event"),
+        }
+    }
+
+    fn queue(&self, async_info: &AsyncInfo) -> Result<Option<&'static QueueSlot>> {
+        if async_info.queue.is_null() {
+            return Ok(None);
+        }
+        self.queues.get(async_info.queue as usize).map(Some)
+    }
+}
+
+/// The plugin: the selected backend and its devices.
+pub struct Plugin {
+    kind: BackendKind,
+    backend: Option<Box<dyn Backend>>,
+    devices: Vec<Device>,
+    config: Config,
+    requires_flags: AtomicI64,
+}
+
+/// Locks a mutex, tolerating poison: every update under these locks is a single step.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Plugin {
+    /// Selects the backend (`OMPRPC_BACKEND`, else the file name, else host) and opens it; a backend
+    /// that cannot be opened leaves the plugin with zero devices and says why under `LIBOMPTARGET_INFO`.
+    pub fn new(config: Config, loaded_as: Option<&str>) -> Plugin {
+        log::set_info_level(config.info_level);
+        let from_name = loaded_as.and_then(BackendKind::from_plugin_file_name);
+        let shown_name = loaded_as.unwrap_or("an unknown file");
+        let kind = match (config.backend_override, from_name) {
+            (Some(kind), _) => {
+                log::info(format_args!(
+                    "{} backend selected by OMPRPC_BACKEND (plugin loaded as {shown_name})",
+                    kind.name()
+                ));
+                kind
+            }
+            (None, Some(kind)) => {
+                log::info(format_args!(
+                    "{} backend selected: plugin loaded as {shown_name}",
+                    kind.name()
+                ));
+                kind
+            }
+            (None, None) => {
+                log::info(format_args!(
+                    "host backend selected: plugin loaded as {shown_name}, which names no backend \
+                     (set OMPRPC_BACKEND or install it as libomptarget.rtl.<x86_64|cuda|amdgpu>.nextgen.so)"
+                ));
+                BackendKind::Host
+            }
+        };
+        let backend = match backend::open(kind, &config) {
+            Ok(backend) => {
+                log::info(backend.device_count_reason());
+                Some(backend)
+            }
+            Err(e) => {
+                log::info(e);
+                None
+            }
+        };
+        let count = backend.as_ref().map_or(0, |b| b.device_count());
+        Plugin {
+            kind,
+            backend,
+            devices: (0..count).map(Device::new).collect(),
+            config,
+            requires_flags: AtomicI64::new(0),
+        }
+    }
+
+    /// The backend family this plugin drives.
+    pub fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    /// Number of devices libomptarget may use.
+    pub fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn backend(&self) -> Result<&dyn Backend> {
+        self.backend.as_deref().ok_or_else(|| {
+            Error::Unsupported(format!("the {} backend has no devices", self.kind.name()))
+        })
+    }
+
+    /// The device `id`, checked against the device count.
+    pub fn device(&self, id: i32) -> Result<&Device> {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.devices.get(i))
+            .ok_or(Error::InvalidDevice {
+                id,
+                count: self.devices.len(),
+            })
+    }
+
+    fn ready_device(&self, id: i32) -> Result<&Device> {
+        let device = self.device(id)?;
+        if device.initialized.get().is_none() {
+            return Err(Error::DeviceNotInitialized(id));
+        }
+        Ok(device)
+    }
+
+    /// Whether this plugin can load `image`; quiet, since libomptarget asks every plugin.
+    pub fn is_valid_image(&self, header: &[u8], image_len: usize) -> bool {
+        self.backend
+            .as_ref()
+            .is_some_and(|b| b.is_compatible_image(header, image_len))
+    }
+
+    /// Records the `requires` flags of the program.
+    pub fn init_requires(&self, flags: i64) -> i64 {
+        self.requires_flags.store(flags, Ordering::Relaxed);
+        flags
+    }
+
+    /// Initialises device `id` once; later calls succeed at no cost.
+    pub fn init_device(&self, id: i32) -> Result<()> {
+        let device = self.device(id)?;
+        let _guard = lock(&device.init_lock);
+        if device.initialized.get().is_some() {
+            return Ok(());
+        }
+        let backend = self.backend()?;
+        backend.init_device(device.index)?;
+        device.queues.prefill(self.config.initial_queues, || {
+            Ok(QueueSlot {
+                queue: backend.create_queue(device.index)?,
+            })
+        })?;
+        device.events.prefill(self.config.initial_events, || {
+            Ok(EventSlot {
+                event: backend.create_event(device.index)?,
+            })
+        })?;
+        let _ = device.initialized.set(());
+        log::device_info(
+            device.index,
+            format_args!("initialised ({} backend)", self.kind.name()),
+        );
+        Ok(())
+    }
+
+    /// Loads an image on device `id` and returns its entry table (the same table for a repeated load).
+    pub fn load_image(
+        &self,
+        id: i32,
+        image_start: usize,
+        bytes: &[u8],
+        host_entries: &[HostEntry],
+    ) -> Result<*mut TargetTable> {
+        let device = self.ready_device(id)?;
+        let mut images = lock(&device.images);
+        if let Some(loaded) = images.iter_mut().find(|i| i.image_start == image_start) {
+            return Ok(&mut *loaded.table as *mut TargetTable);
+        }
+        let module = self.backend()?.load_module(device.index, bytes)?;
+        let mut loaded = image::build(image_start, host_entries, module)?;
+        {
+            let mut kernels = device
+                .kernels
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            for &kernel in &loaded.kernels {
+                kernels.insert(kernel as *const Kernel as usize, kernel);
+            }
+        }
+        log::device_info(
+            device.index,
+            format_args!(
+                "loaded an image of {} bytes with {} kernels and {} globals",
+                bytes.len(),
+                loaded.kernels.len(),
+                loaded.entries.len() - loaded.kernels.len()
+            ),
+        );
+        let table: *mut TargetTable = &mut *loaded.table;
+        images.push(loaded);
+        Ok(table)
+    }
+
+    /// Allocates `size` bytes of `kind` memory on device `id`.
+    pub fn alloc(&self, id: i32, size: usize, kind: AllocKind) -> Result<*mut c_void> {
+        let device = self.ready_device(id)?;
+        if size == 0 {
+            return Err(Error::InvalidArg("cannot allocate 0 bytes".into()));
+        }
+        let ptr = self.backend()?.alloc(device.index, size, kind)?;
+        lock(&device.allocations).insert(ptr as usize, kind);
+        Ok(ptr)
+    }
+
+    /// Frees an allocation of device `id`; a pointer it did not allocate, or freed already, is refused.
+    pub fn free(&self, id: i32, ptr: *mut c_void) -> Result<()> {
+        let device = self.ready_device(id)?;
+        let kind =
+            lock(&device.allocations)
+                .remove(&(ptr as usize))
+                .ok_or(Error::UnknownHandle {
+                    what: "allocation",
+                    addr: ptr as usize,
+                })?;
+        self.backend()?.free(device.index, ptr, kind)
+    }
+
+    /// Copies `size` bytes on device `id`, ordered after the work already queued on `async_info`.
+    pub fn copy(
+        &self,
+        id: i32,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        async_info: Option<&mut AsyncInfo>,
+    ) -> Result<()> {
+        let device = self.ready_device(id)?;
+        if size == 0 {
+            return Ok(());
+        }
+        let queue = match async_info {
+            Some(info) => device.queue(info)?,
+            None => None,
+        };
+        self.backend()?
+            .copy(device.index, dst, src, size, queue.map(|q| &*q.queue))
+    }
+
+    /// Whether devices `src` and `dst` can copy to each other directly.
+    pub fn can_exchange(&self, src: i32, dst: i32) -> Result<bool> {
+        self.device(src)?;
+        self.device(dst)?;
+        Ok(self.kind == BackendKind::Host)
+    }
+
+    /// Launches the kernel whose table entry `addr` is on device `id`.
+    pub fn launch(
+        &self,
+        id: i32,
+        addr: usize,
+        args: &[*mut c_void],
+        bounds: LaunchBounds,
+        nowait: bool,
+        async_info: Option<&mut AsyncInfo>,
+    ) -> Result<()> {
+        let device = self.ready_device(id)?;
+        let kernel = *device
+            .kernels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&addr)
+            .ok_or(Error::UnknownHandle {
+                what: "kernel entry",
+                addr,
+            })?;
+        let backend = self.backend()?;
+        let queue = match async_info {
+            Some(info) => match device.queue(info)? {
+                Some(queue) => Some(queue),
+                None if nowait => {
+                    let queue = device.queues.acquire(|| {
+                        Ok(QueueSlot {
+                            queue: backend.create_queue(device.index)?,
+                        })
+                    })?;
+                    info.queue = queue as *const QueueSlot as *mut c_void;
+                    Some(queue)
+                }
+                None => None,
+            },
+            None => None,
+        };
+        if log::info_enabled(log::INFO_PLUGIN) {
+            log::device_info(
+                device.index,
+                format_args!(
+                    "Launching kernel {} with {} teams and {} threads{}",
+                    kernel.name.to_string_lossy(),
+                    bounds.teams,
+                    bounds.threads,
+                    if queue.is_some() {
+                        " (asynchronous)"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
+        backend.launch(
+            device.index,
+            kernel.function,
+            args,
+            bounds,
+            queue.map(|q| &*q.queue),
+        )
+    }
+
+    /// Waits for everything queued on `async_info` and releases its queue.
+    pub fn synchronize(&self, id: i32, async_info: &mut AsyncInfo) -> Result<()> {
+        let device = self.ready_device(id)?;
+        let Some(queue) = device.queue(async_info)? else {
+            return Ok(());
+        };
+        let result = queue.queue.synchronize();
+        device.queues.release(async_info.queue as usize)?;
+        async_info.queue = std::ptr::null_mut();
+        result
+    }
+
+    /// Releases the queue of `async_info` if its work is done; leaves it in place otherwise.
+    pub fn query_async(&self, id: i32, async_info: &mut AsyncInfo) -> Result<()> {
+        let device = self.ready_device(id)?;
+        let Some(queue) = device.queue(async_info)? else {
+            return Ok(());
+        };
+        if queue.queue.is_idle()? {
+            device.queues.release(async_info.queue as usize)?;
+            async_info.queue = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    /// A new event of device `id`.
+    pub fn create_event(&self, id: i32) -> Result<*mut c_void> {
+        let device = self.ready_device(id)?;
+        let backend = self.backend()?;
+        let slot = device.events.acquire(|| {
+            Ok(EventSlot {
+                event: backend.create_event(device.index)?,
+            })
+        })?;
+        Ok(slot as *const EventSlot as *mut c_void)
+    }
+
+    /// Records `event` after the work queued on `async_info` (at once when nothing is queued).
+    pub fn record_event(
+        &self,
+        id: i32,
+        event: *mut c_void,
+        async_info: &mut AsyncInfo,
+    ) -> Result<()> {
+        let device = self.ready_device(id)?;
+        let event = device.events.get(event as usize)?;
+        match device.queue(async_info)? {
+            Some(queue) => queue.queue.record(&*event.event),
+            None => event.event.record_now(),
+        }
+    }
+
+    /// Makes later work on `async_info` wait for `event` (the caller waits when nothing is queued).
+    pub fn wait_event(
+        &self,
+        id: i32,
+        event: *mut c_void,
+        async_info: &mut AsyncInfo,
+    ) -> Result<()> {
+        let device = self.ready_device(id)?;
+        let event = device.events.get(event as usize)?;
+        match device.queue(async_info)? {
+            Some(queue) => queue.queue.wait(&*event.event),
+            None => event.event.synchronize(),
+        }
+    }
+
+    /// Blocks until `event` is reached.
+    pub fn sync_event(&self, id: i32, event: *mut c_void) -> Result<()> {
+        let device = self.ready_device(id)?;
+        device.events.get(event as usize)?.event.synchronize()
+    }
+
+    /// Gives `event` back; using it afterwards is refused.
+    pub fn destroy_event(&self, id: i32, event: *mut c_void) -> Result<()> {
+        let device = self.ready_device(id)?;
+        device.events.release(event as usize)
+    }
+
+    /// Prepares host memory for transfers; `global_id` is libomptarget's global device number.
+    pub fn lock_host_memory(
+        &self,
+        global_id: i32,
+        ptr: *mut c_void,
+        size: usize,
+    ) -> Result<*mut c_void> {
+        if global_id < 0 {
+            return Err(Error::InvalidArg(format!(
+                "device number {global_id} is negative"
+            )));
+        }
+        self.backend()?.lock_host_memory(ptr, size)
+    }
+
+    /// Undoes `lock_host_memory`.
+    pub fn unlock_host_memory(&self, global_id: i32, ptr: *mut c_void) -> Result<()> {
+        if global_id < 0 {
+            return Err(Error::InvalidArg(format!(
+                "device number {global_id} is negative"
+            )));
+        }
+        self.backend()?.unlock_host_memory(ptr)
+    }
+
+    /// Name-value lines describing device `id`.
+    pub fn describe_device(&self, id: i32) -> Result<Vec<(&'static str, String)>> {
+        let device = self.device(id)?;
+        let mut lines = self.backend()?.describe_device(device.index);
+        let images = lock(&device.images).len();
+        lines.push(("Images loaded", images.to_string()));
+        Ok(lines)
+    }
+
+    /// Waits for all outstanding work on every device, so that nothing runs after the program's end.
+    pub fn drain(&self) -> Result<()> {
+        let mut first_error = None;
+        for device in &self.devices {
+            for slot in device.queues.in_use() {
+                if let Err(e) = slot.queue.synchronize() {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
