@@ -1,0 +1,46 @@
+/* Shared by every c_tests program.
+ *
+ * At exit, each program lists on stderr the libomptarget plugins mapped into it
+ * ("omprpc-test: mapped <path>"), read from /proc/self/maps, so that the test driver can prove which
+ * plugin ran: libomptarget silently falls back to the stock plugin, or to the host, when a plugin fails
+ * to load. Inside target regions, ON_DEVICE() tells whether the code runs on an offload device. */
+#ifndef OMPRPC_C_TESTS_COMMON_H
+#define OMPRPC_C_TESTS_COMMON_H
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ON_DEVICE() (!omp_is_initial_device())
+
+static void omprpc_test_report_plugins(void) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  char line[4096];
+  char seen[16][1024];
+  int n = 0;
+  if (!maps) {
+    fprintf(stderr, "omprpc-test: cannot read /proc/self/maps\n");
+    return;
+  }
+  while (fgets(line, sizeof line, maps)) {
+    char *path = strchr(line, '/');
+    if (!path || !strstr(path, "libomptarget.rtl."))
+      continue;
+    path[strcspn(path, "\n")] = 0;
+    int dup = 0;
+    for (int i = 0; i < n; i++)
+      dup |= strcmp(seen[i], path) == 0;
+    if (dup || n == 16)
+      continue;
+    snprintf(seen[n++], sizeof seen[0], "%s", path);
+    fprintf(stderr, "omprpc-test: mapped %s\n", path);
+  }
+  fclose(maps);
+}
+
+__attribute__((constructor)) static void omprpc_test_register_report(void) {
+  atexit(omprpc_test_report_plugins);
+}
+
+#endif

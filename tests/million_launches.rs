@@ -1,0 +1,42 @@
+//! One million target launches in one process through our plugin: no crash (the stock 16.0.6 plugin
+//! dies after about 70,000), every launch counted, and no per-launch growth of memory.
+
+mod support;
+
+use support::{build_program, check_ours_ran, run, Plugin};
+
+fn field(stdout: &str, prefix: &str) -> i64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|v| v.trim().trim_end_matches("KiB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no '{prefix}' line in:\n{stdout}"))
+}
+
+#[test]
+fn a_million_launches_run_without_crash_or_growth() {
+    let exe = build_program("launch_million.c");
+    let out = run(&exe, &["1000000"], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exited with {}:\n{stdout}\n{stderr}",
+        out.status
+    );
+    check_ours_ran(&stderr).unwrap();
+    assert_eq!(field(&stdout, "launches:"), 1_000_000);
+    assert_eq!(field(&stdout, "ran on device:"), 1);
+    let early = field(&stdout, "rss after 1000 launches:");
+    let end = field(&stdout, "rss at the end:");
+    println!(
+        "RSS after 1,000 launches: {early} KiB; after 1,000,000: {end} KiB; growth {} KiB",
+        end - early
+    );
+    assert!(early > 0 && end > 0);
+    assert!(
+        end - early <= 10 * 1024,
+        "RSS grew by {} KiB over a million launches",
+        end - early
+    );
+}

@@ -1,0 +1,225 @@
+//! What the integration tests share: finding the built plugin, installing it under a stock plugin
+//! name, building the C programs of `c_tests/` with clang-16, and running them through libomptarget 16
+//! with our plugin or with the stock one.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// The command that installs everything the tests need on Debian 12.
+pub const SETUP: &str = "sudo sh scripts/setup-debian.sh";
+
+/// Where Debian's LLVM 16 lives.
+pub const LLVM16: &str = "/usr/lib/llvm-16";
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Fails the test, naming the set-up command, when a prerequisite is missing. Never a silent skip.
+pub fn require_toolchain() {
+    let mut missing = Vec::new();
+    for tool in ["clang-16", "clang++-16"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            missing.push(format!("{tool} (package clang-16)"));
+        }
+    }
+    for (file, package) in [
+        ("lib/libomptarget.so.16", "libomp-16-dev"),
+        ("lib/libomptarget.rtl.x86_64.nextgen.so.16", "libomp-16-dev"),
+        ("lib/libomp.so.5", "libomp-16-dev"),
+    ] {
+        if !Path::new(LLVM16).join(file).exists() {
+            missing.push(format!("{LLVM16}/{file} (package {package})"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "missing prerequisites: {}. Install them with: {SETUP}",
+        missing.join(", ")
+    );
+}
+
+/// Scratch space for the tests, inside the target directory.
+pub fn scratch() -> PathBuf {
+    let dir = target_dir().join("omprpc-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The cargo target directory of this build (`target/<profile>/..`).
+fn target_dir() -> PathBuf {
+    profile_dir().parent().unwrap().to_path_buf()
+}
+
+/// `target/<profile>`, where cargo put `libomprpc.so` for this test run.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test binary>
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// The plugin cargo built for this test run.
+pub fn built_plugin() -> PathBuf {
+    let lib = profile_dir().join("libomprpc.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: run the tests with `cargo test`, which builds it",
+        lib.display()
+    );
+    lib
+}
+
+/// A directory holding our plugin under `name` (copied, so the loader sees a separate object), for
+/// putting first on `LD_LIBRARY_PATH`.
+pub fn plugin_dir_as(name: &str) -> PathBuf {
+    static DIRS: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut dirs = DIRS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(dir) = dirs.get(name) {
+        return dir.clone();
+    }
+    let dir = scratch().join(format!("plugin-{name}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dest = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::copy(built_plugin(), &tmp).unwrap();
+    std::fs::rename(&tmp, &dest).unwrap();
+    dirs.insert(name.to_string(), dir.clone());
+    dir
+}
+
+/// The directory with our plugin installed as the host plugin.
+pub fn host_plugin_dir() -> PathBuf {
+    plugin_dir_as("libomptarget.rtl.x86_64.nextgen.so")
+}
+
+/// Builds `c_tests/<file>` once per test process and returns the executable.
+pub fn build_program(file: &str) -> PathBuf {
+    require_toolchain();
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(exe) = built.get(file) {
+        return exe.clone();
+    }
+    let src = root().join("c_tests").join(file);
+    let stem = Path::new(file).file_stem().unwrap().to_str().unwrap();
+    let cxx = file.ends_with(".cpp");
+    let out_dir = scratch().join("bin");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let exe = out_dir.join(stem);
+    let mut cmd = Command::new(if cxx { "clang++-16" } else { "clang-16" });
+    cmd.args([
+        "-fopenmp",
+        "-fopenmp-targets=x86_64-pc-linux-gnu",
+        "-Wall",
+        "-Werror",
+        "-O1",
+    ]);
+    if cxx {
+        cmd.arg("-std=c++17");
+    }
+    cmd.arg("-I")
+        .arg(root().join("c_tests"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe);
+    let out = cmd.output().expect("running clang-16");
+    assert!(
+        out.status.success(),
+        "building {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.insert(file.to_string(), exe.clone());
+    exe
+}
+
+/// Which plugin a run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plugin {
+    /// Ours, first on `LD_LIBRARY_PATH` as `libomptarget.rtl.x86_64.nextgen.so`.
+    Ours,
+    /// Debian's stock plugin.
+    Stock,
+}
+
+/// Runs `exe` with `args` through `plugin`, with extra environment `env`.
+pub fn run(exe: &Path, args: &[&str], plugin: Plugin, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    cmd.env_remove("LIBOMPTARGET_INFO")
+        .env_remove("OMPRPC_BACKEND")
+        .env_remove("OMPRPC_HOST_DEVICES");
+    match plugin {
+        Plugin::Ours => {
+            cmd.env("LD_LIBRARY_PATH", host_plugin_dir());
+        }
+        Plugin::Stock => {
+            cmd.env_remove("LD_LIBRARY_PATH");
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()))
+}
+
+/// The plugin paths a c_tests program listed on stderr at exit.
+pub fn mapped_plugins(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("omprpc-test: mapped "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// stderr without the plugin list.
+pub fn other_stderr(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with("omprpc-test: "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Checks that our plugin, and no stock host plugin, served the run.
+pub fn check_ours_ran(stderr: &str) -> Result<(), String> {
+    let mapped = mapped_plugins(stderr);
+    let ours = host_plugin_dir().join("libomptarget.rtl.x86_64.nextgen.so");
+    let ours = ours.to_str().unwrap();
+    if !mapped.iter().any(|p| p == ours) {
+        return Err(format!(
+            "our plugin {ours} was not mapped; mapped: {mapped:?}"
+        ));
+    }
+    if let Some(stock) = mapped
+        .iter()
+        .find(|p| p.contains("libomptarget.rtl.x86_64") && p.as_str() != ours)
+    {
+        return Err(format!("a stock host plugin was mapped too: {stock}"));
+    }
+    Ok(())
+}
+
+/// Checks that the stock nextgen host plugin served the run.
+pub fn check_stock_ran(stderr: &str) -> Result<(), String> {
+    let mapped = mapped_plugins(stderr);
+    let stock = format!("{LLVM16}/lib/libomptarget.rtl.x86_64.nextgen.so.16");
+    if mapped.iter().any(|p| *p == stock) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the stock plugin {stock} was not mapped; mapped: {mapped:?}"
+        ))
+    }
+}
