@@ -39,8 +39,6 @@ pub fn loaded_file_name() -> Option<String> {
         return None;
     }
     // SAFETY: dli_fname is a NUL-terminated path owned by the dynamic loader, valid while loaded.
-    let path = unsafe { CStr::from_ptr(info.dli_fname) }
-        .to_string_lossy()
-        .into_owned();
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
     Some(path.rsplit('/').next().unwrap_or(&path).to_string())
 }

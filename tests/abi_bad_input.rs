@@ -142,14 +142,8 @@ struct Api {
     data_delete: unsafe extern "C" fn(i32, *mut c_void, i32) -> i32,
     data_submit: unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32,
     data_retrieve: unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32,
-    launch_kernel: unsafe extern "C" fn(
-        i32,
-        *mut c_void,
-        *mut *mut c_void,
-        *mut isize,
-        *const KernelArgs,
-        *mut AsyncInfo,
-    ) -> i32,
+    launch_kernel:
+        unsafe extern "C" fn(i32, *mut c_void, *mut *mut c_void, *mut isize, *const KernelArgs, *mut AsyncInfo) -> i32,
     synchronize: unsafe extern "C" fn(i32, *mut AsyncInfo) -> i32,
     query_async: unsafe extern "C" fn(i32, *mut AsyncInfo) -> i32,
     create_event: unsafe extern "C" fn(i32, *mut *mut c_void) -> i32,
@@ -260,10 +254,7 @@ fn entry_points_fail_cleanly_on_bad_input() {
         );
         let mut cuda = image_bytes.clone();
         cuda[18..20].copy_from_slice(&190u16.to_le_bytes());
-        assert_eq!(
-            expect_silence(|| (api.is_valid_binary)(&image_of(&cuda, &kernels))),
-            0
-        );
+        assert_eq!(expect_silence(|| (api.is_valid_binary)(&image_of(&cuda, &kernels))), 0);
         let dangling = Image {
             start: 0x1000 as *const u8,
             end: 0x9000 as *const u8,
@@ -271,19 +262,13 @@ fn entry_points_fail_cleanly_on_bad_input() {
             entries_end: null(),
         };
         assert_eq!(expect_silence(|| (api.is_valid_binary)(&dangling)), 0);
-        assert_eq!(
-            expect_silence(|| (api.is_valid_binary)(0x10 as *const Image)),
-            0
-        );
+        assert_eq!(expect_silence(|| (api.is_valid_binary)(0x10 as *const Image)), 0);
 
         // Devices: -1 and N are out of range; use before init is refused.
-        expect_error("device id -1 is out of range", || {
-            assert_eq!((api.init_device)(-1), -1)
+        expect_error("device id -1 is out of range", || assert_eq!((api.init_device)(-1), -1));
+        expect_error("device id 4 is out of range: this plugin has 4 device(s)", || {
+            assert_eq!((api.init_device)(4), -1)
         });
-        expect_error(
-            "device id 4 is out of range: this plugin has 4 device(s)",
-            || assert_eq!((api.init_device)(4), -1),
-        );
         expect_error("used before it was initialised", || {
             assert!((api.load_binary)(1, &good).is_null())
         });
@@ -322,11 +307,7 @@ fn entry_points_fail_cleanly_on_bad_input() {
         );
         let loaded = std::slice::from_raw_parts(table.begin, 4);
         for (got, want) in loaded.iter().zip(&kernels) {
-            assert_eq!(
-                CStr::from_ptr(got.name),
-                CStr::from_ptr(want.name),
-                "same order"
-            );
+            assert_eq!(CStr::from_ptr(got.name), CStr::from_ptr(want.name), "same order");
         }
         assert_eq!(
             *(loaded[1].addr as *const i64),
@@ -358,45 +339,25 @@ fn entry_points_fail_cleanly_on_bad_input() {
         let buffer = expect_silence(|| (api.data_alloc)(0, 8, null_mut(), 3));
         assert!(!buffer.is_null());
         let value: i64 = 41;
-        assert_eq!(
-            (api.data_submit)(0, buffer, (&value as *const i64).cast(), 8),
-            0
-        );
+        assert_eq!((api.data_submit)(0, buffer, (&value as *const i64).cast(), 8), 0);
         expect_error("the source is NULL", || {
             assert_eq!((api.data_submit)(0, buffer, null(), 8), -1)
         });
         expect_error("size -1 is negative", || {
-            assert_eq!(
-                (api.data_submit)(0, buffer, (&value as *const i64).cast(), -1),
-                -1
-            )
+            assert_eq!((api.data_submit)(0, buffer, (&value as *const i64).cast(), -1), -1)
         });
-        assert_eq!(
-            (api.data_submit)(0, buffer, null(), 0),
-            0,
-            "an empty copy is a no-op"
-        );
+        assert_eq!((api.data_submit)(0, buffer, null(), 0), 0, "an empty copy is a no-op");
 
         // Kernels: a real one with one argument, one with twenty, and bad handles.
         let mut arg0 = buffer;
         let mut offset0 = 0isize;
         let kernel = loaded[0].addr;
         assert_eq!(
-            expect_silence(|| (api.launch_kernel)(
-                0,
-                kernel,
-                &mut arg0,
-                &mut offset0,
-                &args_for(1, false),
-                null_mut()
-            )),
+            expect_silence(|| (api.launch_kernel)(0, kernel, &mut arg0, &mut offset0, &args_for(1, false), null_mut())),
             0
         );
         let mut back = 0i64;
-        assert_eq!(
-            (api.data_retrieve)(0, (&mut back as *mut i64).cast(), buffer, 8),
-            0
-        );
+        assert_eq!((api.data_retrieve)(0, (&mut back as *mut i64).cast(), buffer, 8), 0);
         assert_eq!(back, 42, "add_one ran on the device copy");
 
         let mut out = 0i64;
@@ -449,14 +410,7 @@ fn entry_points_fail_cleanly_on_bad_input() {
         });
         expect_error("the kernel argument array is NULL", || {
             assert_eq!(
-                (api.launch_kernel)(
-                    0,
-                    kernel,
-                    null_mut(),
-                    null_mut(),
-                    &args_for(1, false),
-                    null_mut()
-                ),
+                (api.launch_kernel)(0, kernel, null_mut(), null_mut(), &args_for(1, false), null_mut()),
                 -1
             )
         });
@@ -464,37 +418,17 @@ fn entry_points_fail_cleanly_on_bad_input() {
         // nowait: the launch leaves a queue behind; synchronize resets it to NULL.
         let mut info = AsyncInfo { queue: null_mut() };
         assert_eq!(
-            (api.launch_kernel)(
-                0,
-                kernel,
-                &mut arg0,
-                &mut offset0,
-                &args_for(1, true),
-                &mut info
-            ),
+            (api.launch_kernel)(0, kernel, &mut arg0, &mut offset0, &args_for(1, true), &mut info),
             0
         );
         assert!(!info.queue.is_null(), "a nowait launch is queued");
-        assert_eq!(
-            (api.data_retrieve)(0, (&mut back as *mut i64).cast(), buffer, 8),
-            0
-        );
+        assert_eq!((api.data_retrieve)(0, (&mut back as *mut i64).cast(), buffer, 8), 0);
         assert_eq!((api.synchronize)(0, &mut info), 0);
         assert!(info.queue.is_null(), "synchronize resets the queue");
-        assert_eq!(
-            (api.data_retrieve)(0, (&mut back as *mut i64).cast(), buffer, 8),
-            0
-        );
+        assert_eq!((api.data_retrieve)(0, (&mut back as *mut i64).cast(), buffer, 8), 0);
         assert_eq!(back, 43);
         assert_eq!(
-            (api.launch_kernel)(
-                0,
-                kernel,
-                &mut arg0,
-                &mut offset0,
-                &args_for(1, true),
-                &mut info
-            ),
+            (api.launch_kernel)(0, kernel, &mut arg0, &mut offset0, &args_for(1, true), &mut info),
             0
         );
         while !info.queue.is_null() {
@@ -514,27 +448,18 @@ fn entry_points_fail_cleanly_on_bad_input() {
         assert_eq!((api.record_event)(0, event, &mut idle), 0);
         assert_eq!((api.sync_event)(0, event), 0);
         assert_eq!((api.destroy_event)(0, event), 0);
-        expect_error("already released", || {
-            assert_eq!((api.destroy_event)(0, event), -1)
-        });
-        expect_error("already released", || {
-            assert_eq!((api.sync_event)(0, event), -1)
-        });
+        expect_error("already released", || assert_eq!((api.destroy_event)(0, event), -1));
+        expect_error("already released", || assert_eq!((api.sync_event)(0, event), -1));
         expect_error("the event out-pointer is NULL", || {
             assert_eq!((api.create_event)(0, null_mut()), -1)
         });
 
         // Frees: the allocation once, then never again; foreign pointers are refused.
         assert_eq!(expect_silence(|| (api.data_delete)(0, buffer, 3)), 0);
-        expect_error("allocation", || {
-            assert_eq!((api.data_delete)(0, buffer, 3), -1)
-        });
+        expect_error("allocation", || assert_eq!((api.data_delete)(0, buffer, 3), -1));
         let mut on_stack = 0u8;
         expect_error("was not created by this device", || {
-            assert_eq!(
-                (api.data_delete)(0, (&mut on_stack as *mut u8).cast(), 0),
-                -1
-            )
+            assert_eq!((api.data_delete)(0, (&mut on_stack as *mut u8).cast(), 0), -1)
         });
         expect_error("the pointer to free is NULL", || {
             assert_eq!((api.data_delete)(0, null_mut(), 0), -1)
@@ -542,10 +467,7 @@ fn entry_points_fail_cleanly_on_bad_input() {
 
         // Lock uses the global device number and hands back the same address on the host.
         let mut locked = null_mut();
-        assert_eq!(
-            (api.data_lock)(3, (&mut on_stack as *mut u8).cast(), 1, &mut locked),
-            0
-        );
+        assert_eq!((api.data_lock)(3, (&mut on_stack as *mut u8).cast(), 1, &mut locked), 0);
         assert_eq!(locked, (&mut on_stack as *mut u8).cast());
 
         // A kernel with no arguments and a plain name check at the end.

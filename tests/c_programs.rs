@@ -42,9 +42,7 @@ fn check(file: &str, expected: &str) -> Result<(), String> {
     }
     check_ours_ran(&ours_err)?;
     if ours_out != expected {
-        return Err(format!(
-            "stdout under our plugin:\n{ours_out}\nexpected:\n{expected}"
-        ));
+        return Err(format!("stdout under our plugin:\n{ours_out}\nexpected:\n{expected}"));
     }
     let noise = other_stderr(&ours_err);
     if !noise.is_empty() {

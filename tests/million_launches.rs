@@ -19,11 +19,7 @@ fn a_million_launches_run_without_crash_or_growth() {
     let out = run(&exe, &["1000000"], Plugin::Ours, &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "exited with {}:\n{stdout}\n{stderr}",
-        out.status
-    );
+    assert!(out.status.success(), "exited with {}:\n{stdout}\n{stderr}", out.status);
     check_ours_ran(&stderr).unwrap();
     assert_eq!(field(&stdout, "launches:"), 1_000_000);
     assert_eq!(field(&stdout, "ran on device:"), 1);

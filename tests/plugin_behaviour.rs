@@ -66,7 +66,12 @@ fn gpu_selections_report_zero_devices_with_a_reason() {
             )),
             "{stderr}"
         );
-        assert!(stderr.contains(&format!("the {backend} backend is not implemented in this version of omprpc; reporting 0 devices")), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the {backend} backend is not implemented in this version of omprpc; reporting 0 devices"
+            )),
+            "{stderr}"
+        );
         assert!(
             stderr.contains(&format!("{}/{name}", dir.display())),
             "ours was loaded: {stderr}"
@@ -115,10 +120,7 @@ fn device_info_tool_lists_our_devices() {
         .unwrap_or_else(|e| panic!("{tool}: {e}; install it with: {}", support::SETUP));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for device in 0..4 {
-        assert!(
-            stdout.contains(&format!("host device {device} of 4")),
-            "{stdout}"
-        );
+        assert!(stdout.contains(&format!("host device {device} of 4")), "{stdout}");
     }
     assert!(stdout.contains("Hardware threads"), "{stdout}");
 }
@@ -129,12 +131,7 @@ fn images_leave_no_files_behind() {
     let tmp = support::scratch().join("tmpdir-ours");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
-    let out = run(
-        &exe,
-        &[],
-        Plugin::Ours,
-        &[("TMPDIR", tmp.to_str().unwrap())],
-    );
+    let out = run(&exe, &[], Plugin::Ours, &[("TMPDIR", tmp.to_str().unwrap())]);
     assert!(out.status.success());
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "files left in TMPDIR: {left:?}");
@@ -149,10 +146,7 @@ fn exports_only_the_plugin_abi_and_the_omprpc_api() {
         .output()
         .expect("nm (binutils)");
     let text = String::from_utf8_lossy(&out.stdout);
-    let names: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .collect();
+    let names: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
     let stray: Vec<&&str> = names
         .iter()
         .filter(|n| !n.starts_with("__tgt_rtl_") && !n.starts_with("omprpc_"))
@@ -199,4 +193,27 @@ fn exports_only_the_plugin_abi_and_the_omprpc_api() {
         let name = format!("__tgt_rtl_{required}");
         assert!(names.contains(&name.as_str()), "{name} is not exported");
     }
+}
+
+/// The README's example program runs through our plugin and says so.
+#[test]
+fn the_example_reports_omprpc() {
+    let exe = build_program("examples/hello_offload.c");
+    let out = run(&exe, &[], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("target region ran on a device: yes"), "{stdout}");
+    assert!(
+        stdout.contains("saxpy checksum: 1000000000000 (expected 1000000000000)"),
+        "{stdout}"
+    );
+    let ours = support::host_plugin_dir().join("libomptarget.rtl.x86_64.nextgen.so");
+    assert!(
+        stdout.contains(&format!(
+            "served by omprpc {}, loaded from {}",
+            env!("CARGO_PKG_VERSION"),
+            ours.display()
+        )),
+        "{stdout}"
+    );
 }

@@ -9,8 +9,7 @@ use std::ffi::{c_char, c_void, CStr};
 
 use super::memory::{read_bytes, read_c_string};
 use super::types::{
-    AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, OffloadEntry, TargetTable,
-    OFFLOAD_SUCCESS,
+    AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, OffloadEntry, TargetTable, OFFLOAD_SUCCESS,
 };
 use super::{guard, non_null, size_arg};
 use crate::backend::{AllocKind, LaunchBounds, IMAGE_HEADER_BYTES};
@@ -35,11 +34,7 @@ fn ok(_: ()) -> i32 {
 /// Copies the image descriptor out of the caller's memory.
 fn read_image_descriptor(image: *mut DeviceImage) -> Result<DeviceImage> {
     non_null(image, "the device image")?;
-    let raw = read_bytes(
-        "the device image descriptor",
-        image as usize,
-        size_of::<DeviceImage>(),
-    )?;
+    let raw = read_bytes("the device image descriptor", image as usize, size_of::<DeviceImage>())?;
     // SAFETY: `raw` holds exactly size_of::<DeviceImage>() bytes and every bit pattern is valid for it.
     Ok(unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<DeviceImage>()) })
 }
@@ -66,11 +61,7 @@ fn read_entries(desc: &DeviceImage) -> Result<Vec<HostEntry>> {
         return Ok(Vec::new());
     }
     let entry_size = size_of::<OffloadEntry>();
-    if begin == 0
-        || end < begin
-        || (end - begin) % entry_size != 0
-        || (end - begin) / entry_size > MAX_ENTRIES
-    {
+    if begin == 0 || end < begin || (end - begin) % entry_size != 0 || (end - begin) / entry_size > MAX_ENTRIES {
         return Err(Error::BadImage(format!(
             "its entry table [{begin:#x}, {end:#x}) is not a whole number of entries"
         )));
@@ -132,10 +123,7 @@ pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(image: *mut DeviceImage) -> i
 /// # Safety
 /// As `__tgt_rtl_is_valid_binary`.
 #[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_is_valid_binary_info(
-    image: *mut DeviceImage,
-    _info: *mut ImageInfo,
-) -> i32 {
+pub unsafe extern "C" fn __tgt_rtl_is_valid_binary_info(image: *mut DeviceImage, _info: *mut ImageInfo) -> i32 {
     catch_quietly(|| is_valid_image(image))
 }
 
@@ -174,9 +162,7 @@ pub extern "C" fn __tgt_rtl_init_device(id: i32) -> i32 {
 /// Never called by libomptarget 16; accepted for completeness.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_deinit_device(id: i32) -> i32 {
-    guard("deinit_device", || {
-        plugin().device(id).map(|_| OFFLOAD_SUCCESS)
-    })
+    guard("deinit_device", || plugin().device(id).map(|_| OFFLOAD_SUCCESS))
 }
 
 /// Loads `image` on device `id` and returns its entry table, or NULL.
@@ -184,10 +170,7 @@ pub extern "C" fn __tgt_rtl_deinit_device(id: i32) -> i32 {
 /// # Safety
 /// `image` is null or points to a `__tgt_device_image` (bad pointers inside it are detected).
 #[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_load_binary(
-    id: i32,
-    image: *mut DeviceImage,
-) -> *mut TargetTable {
+pub unsafe extern "C" fn __tgt_rtl_load_binary(id: i32, image: *mut DeviceImage) -> *mut TargetTable {
     guard("load_binary", || {
         let desc = read_image_descriptor(image)?;
         let (start, len) = image_range(&desc)?;
@@ -199,16 +182,14 @@ pub unsafe extern "C" fn __tgt_rtl_load_binary(
 
 /// Allocates `size` bytes of memory of `kind` on device `id`; NULL on failure.
 #[no_mangle]
-pub extern "C" fn __tgt_rtl_data_alloc(
-    id: i32,
-    size: i64,
-    _host_ptr: *mut c_void,
-    kind: i32,
-) -> *mut c_void {
+pub extern "C" fn __tgt_rtl_data_alloc(id: i32, size: i64, _host_ptr: *mut c_void, kind: i32) -> *mut c_void {
     guard("data_alloc", || {
         let size = size_arg(size)?;
-        let kind = AllocKind::from_raw(kind)
-            .ok_or_else(|| Error::InvalidArg(format!("allocation kind {kind} is not one of 0 (device), 1 (host), 2 (shared), 3 (default)")))?;
+        let kind = AllocKind::from_raw(kind).ok_or_else(|| {
+            Error::InvalidArg(format!(
+                "allocation kind {kind} is not one of 0 (device), 1 (host), 2 (shared), 3 (default)"
+            ))
+        })?;
         plugin().alloc(id, size, kind)
     })
 }
@@ -218,7 +199,7 @@ pub extern "C" fn __tgt_rtl_data_alloc(
 pub extern "C" fn __tgt_rtl_data_delete(id: i32, ptr: *mut c_void, _kind: i32) -> i32 {
     guard("data_delete", || {
         non_null(ptr, "the pointer to free")?;
-        plugin().free(id, ptr).map(ok)
+        plugin().free(id, ptr as usize).map(ok)
     })
 }
 
@@ -231,7 +212,9 @@ unsafe fn async_info<'a>(async_info: *mut AsyncInfo) -> Option<&'a mut AsyncInfo
     unsafe { async_info.as_mut() }
 }
 
-fn copy(
+/// # Safety
+/// `dst` and `src` are valid for `size` bytes until the copy completes.
+unsafe fn copy(
     entry: &'static str,
     id: i32,
     dst: *mut c_void,
@@ -245,25 +228,26 @@ fn copy(
             non_null(dst, "the destination")?;
             non_null(src, "the source")?;
         }
-        plugin().copy(id, dst, src, size, info).map(ok)
+        // SAFETY: forwarded from this function's contract.
+        unsafe { plugin().copy(id, dst, src, size, info) }.map(ok)
     })
 }
 
 /// Copies `size` bytes from the host to device `id`.
+///
+/// # Safety
+/// `tgt` and `hst` are valid for `size` bytes.
 #[no_mangle]
-pub extern "C" fn __tgt_rtl_data_submit(
-    id: i32,
-    tgt: *mut c_void,
-    hst: *mut c_void,
-    size: i64,
-) -> i32 {
-    copy("data_submit", id, tgt, hst, size, None)
+pub unsafe extern "C" fn __tgt_rtl_data_submit(id: i32, tgt: *mut c_void, hst: *mut c_void, size: i64) -> i32 {
+    // SAFETY: per this function's contract.
+    unsafe { copy("data_submit", id, tgt, hst, size, None) }
 }
 
 /// Copies host to device, ordered after the work queued on `info`.
 ///
 /// # Safety
-/// `info` is null or a live `__tgt_async_info`.
+/// `tgt` and `hst` are valid for `size` bytes until `info` is synchronised; `info` is null or a live
+/// `__tgt_async_info`.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
     id: i32,
@@ -273,26 +257,24 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
     info: *mut AsyncInfo,
 ) -> i32 {
     // SAFETY: per this function's contract.
-    copy("data_submit_async", id, tgt, hst, size, unsafe {
-        async_info(info)
-    })
+    unsafe { copy("data_submit_async", id, tgt, hst, size, async_info(info)) }
 }
 
 /// Copies `size` bytes from device `id` to the host.
+///
+/// # Safety
+/// `hst` and `tgt` are valid for `size` bytes.
 #[no_mangle]
-pub extern "C" fn __tgt_rtl_data_retrieve(
-    id: i32,
-    hst: *mut c_void,
-    tgt: *mut c_void,
-    size: i64,
-) -> i32 {
-    copy("data_retrieve", id, hst, tgt, size, None)
+pub unsafe extern "C" fn __tgt_rtl_data_retrieve(id: i32, hst: *mut c_void, tgt: *mut c_void, size: i64) -> i32 {
+    // SAFETY: per this function's contract.
+    unsafe { copy("data_retrieve", id, hst, tgt, size, None) }
 }
 
 /// Copies device to host, ordered after the work queued on `info`.
 ///
 /// # Safety
-/// `info` is null or a live `__tgt_async_info`.
+/// `hst` and `tgt` are valid for `size` bytes until `info` is synchronised; `info` is null or a live
+/// `__tgt_async_info`.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
     id: i32,
@@ -302,17 +284,13 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
     info: *mut AsyncInfo,
 ) -> i32 {
     // SAFETY: per this function's contract.
-    copy("data_retrieve_async", id, hst, tgt, size, unsafe {
-        async_info(info)
-    })
+    unsafe { copy("data_retrieve_async", id, hst, tgt, size, async_info(info)) }
 }
 
 /// Whether devices `src` and `dst` can copy to each other directly.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_is_data_exchangable(src: i32, dst: i32) -> i32 {
-    guard("is_data_exchangable", || {
-        plugin().can_exchange(src, dst).map(i32::from)
-    })
+    guard("is_data_exchangable", || plugin().can_exchange(src, dst).map(i32::from))
 }
 
 fn exchange(
@@ -335,7 +313,8 @@ fn exchange(
             non_null(dst_ptr, "the destination")?;
             non_null(src_ptr, "the source")?;
         }
-        plugin().copy(src, dst_ptr, src_ptr, size, info).map(ok)
+        // SAFETY: forwarded from this function's contract.
+        unsafe { plugin().copy(src, dst_ptr, src_ptr, size, info) }.map(ok)
     })
 }
 
@@ -354,7 +333,8 @@ pub extern "C" fn __tgt_rtl_data_exchange(
 /// Copies between two devices, ordered after the work queued on `info` (a queue of `src`).
 ///
 /// # Safety
-/// `info` is null or a live `__tgt_async_info`.
+/// `src_ptr` and `dst_ptr` are valid for `size` bytes until `info` is synchronised; `info` is null or a
+/// live `__tgt_async_info`.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
     src: i32,
@@ -365,9 +345,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
     info: *mut AsyncInfo,
 ) -> i32 {
     // SAFETY: per this function's contract.
-    exchange(src, src_ptr, dst, dst_ptr, size, unsafe {
-        async_info(info)
-    })
+    unsafe { exchange(src, src_ptr, dst, dst_ptr, size, async_info(info)) }
 }
 
 /// Runs the kernel `entry` (the `addr` of a kernel entry of a table we returned) with its arguments
@@ -387,8 +365,7 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
 ) -> i32 {
     guard("launch_kernel", || {
         // SAFETY: per this function's contract.
-        let kernel_args =
-            unsafe { kernel_args.as_ref() }.ok_or(Error::NullArg("the kernel arguments"))?;
+        let kernel_args = unsafe { kernel_args.as_ref() }.ok_or(Error::NullArg("the kernel arguments"))?;
         if !(1..=2).contains(&kernel_args.version) {
             return Err(Error::InvalidArg(format!(
                 "kernel argument layout version {} is not 1 or 2 (libomptarget 16)",
@@ -408,11 +385,7 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             // SAFETY: `i < count` and both arrays hold `count` elements per the contract; a null
             // offsets array means no offsets.
             unsafe {
-                let offset = if offsets.is_null() {
-                    0
-                } else {
-                    *offsets.add(i)
-                };
+                let offset = if offsets.is_null() { 0 } else { *offsets.add(i) };
                 (*args.add(i)).cast::<u8>().wrapping_offset(offset).cast()
             }
         };
@@ -434,16 +407,8 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             heap = (0..count).map(argument).collect::<Vec<_>>();
             &heap
         };
-        plugin()
-            .launch(
-                id,
-                entry as usize,
-                list,
-                bounds,
-                kernel_args.is_nowait(),
-                info,
-            )
-            .map(ok)
+        // SAFETY: the arguments are libomptarget's, valid until the launch completes (contract).
+        unsafe { plugin().launch(id, entry as usize, list, bounds, kernel_args.is_nowait(), info) }.map(ok)
     })
 }
 
@@ -493,11 +458,7 @@ pub unsafe extern "C" fn __tgt_rtl_create_event(id: i32, event: *mut *mut c_void
 /// # Safety
 /// `info` is null or a live `__tgt_async_info`.
 #[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_record_event(
-    id: i32,
-    event: *mut c_void,
-    info: *mut AsyncInfo,
-) -> i32 {
+pub unsafe extern "C" fn __tgt_rtl_record_event(id: i32, event: *mut c_void, info: *mut AsyncInfo) -> i32 {
     guard("record_event", || {
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info) }.ok_or(Error::NullArg("the async info"))?;
@@ -510,11 +471,7 @@ pub unsafe extern "C" fn __tgt_rtl_record_event(
 /// # Safety
 /// `info` is null or a live `__tgt_async_info`.
 #[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_wait_event(
-    id: i32,
-    event: *mut c_void,
-    info: *mut AsyncInfo,
-) -> i32 {
+pub unsafe extern "C" fn __tgt_rtl_wait_event(id: i32, event: *mut c_void, info: *mut AsyncInfo) -> i32 {
     guard("wait_event", || {
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info) }.ok_or(Error::NullArg("the async info"))?;
@@ -531,9 +488,7 @@ pub extern "C" fn __tgt_rtl_sync_event(id: i32, event: *mut c_void) -> i32 {
 /// Releases `event`.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_destroy_event(id: i32, event: *mut c_void) -> i32 {
-    guard("destroy_event", || {
-        plugin().destroy_event(id, event).map(ok)
-    })
+    guard("destroy_event", || plugin().destroy_event(id, event).map(ok))
 }
 
 /// Prepares `size` bytes of host memory for transfers; `global_id` is the OpenMP device number.
@@ -572,16 +527,11 @@ pub extern "C" fn __tgt_rtl_data_unlock(global_id: i32, ptr: *mut c_void) -> i32
 /// # Safety
 /// `out` is null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_init_async_info(
-    global_id: i32,
-    out: *mut *mut AsyncInfo,
-) -> i32 {
+pub unsafe extern "C" fn __tgt_rtl_init_async_info(global_id: i32, out: *mut *mut AsyncInfo) -> i32 {
     guard("init_async_info", || {
         let out = non_null(out, "the async info out-pointer")?;
         if global_id < 0 {
-            return Err(Error::InvalidArg(format!(
-                "device number {global_id} is negative"
-            )));
+            return Err(Error::InvalidArg(format!("device number {global_id} is negative")));
         }
         let info = Box::into_raw(Box::new(AsyncInfo {
             queue: std::ptr::null_mut(),
@@ -607,9 +557,7 @@ pub unsafe extern "C" fn __tgt_rtl_init_device_info(
     let result = guard("init_device_info", || {
         let info = non_null(info, "the device info")?;
         if global_id < 0 {
-            return Err(Error::InvalidArg(format!(
-                "device number {global_id} is negative"
-            )));
+            return Err(Error::InvalidArg(format!("device number {global_id} is negative")));
         }
         // SAFETY: non-null and writable per the contract.
         unsafe {
@@ -686,15 +634,4 @@ pub unsafe extern "C" fn __tgt_rtl_unregister_lib(desc: *mut BinDesc) -> i32 {
     guard("unregister_lib", || {
         non_null(desc, "the library descriptor").map(|_| OFFLOAD_SUCCESS)
     })
-}
-
-/// The omprpc version, as a static NUL-terminated string; lets programs and tests see which plugin ran.
-#[no_mangle]
-pub extern "C" fn omprpc_version() -> *const c_char {
-    static VERSION: &CStr =
-        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-            Ok(v) => v,
-            Err(_) => c"unknown",
-        };
-    VERSION.as_ptr()
 }

@@ -101,14 +101,9 @@ mod tests {
     #[test]
     fn reads_good_memory_and_refuses_bad() {
         let data = *b"hello\0world, and more\0";
+        assert_eq!(read_bytes("data", data.as_ptr() as usize, 11).unwrap(), data[..11]);
         assert_eq!(
-            read_bytes("data", data.as_ptr() as usize, 11).unwrap(),
-            data[..11]
-        );
-        assert_eq!(
-            read_c_string("name", data.as_ptr() as usize, 100)
-                .unwrap()
-                .as_bytes(),
+            read_c_string("name", data.as_ptr() as usize, 100).unwrap().as_bytes(),
             b"hello"
         );
         assert!(

@@ -2,6 +2,7 @@
 //! `omprpc_*` functions. Each export is a thin shim that checks its arguments, calls the generic core,
 //! and turns an error or a panic into the documented failure value plus a one-line message.
 
+pub mod api;
 pub mod exports;
 pub mod memory;
 pub mod types;
@@ -87,10 +88,7 @@ mod tests {
     #[test]
     fn guard_turns_errors_and_panics_into_fail_values() {
         assert_eq!(guard("t", || Ok(5i32)), 5);
-        assert_eq!(
-            guard::<i32>("t", || Err(Error::NullArg("x"))),
-            types::OFFLOAD_FAIL
-        );
+        assert_eq!(guard::<i32>("t", || Err(Error::NullArg("x"))), types::OFFLOAD_FAIL);
         assert!(guard::<*mut u8>("t", || panic!("boom")).is_null());
         assert_eq!(guard::<i64>("t", || Err(Error::NullArg("x"))), -1);
     }

@@ -101,9 +101,16 @@ pub trait Backend: Send + Sync {
     /// Allocates `size` (> 0) bytes of `kind` memory.
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void>;
     /// Frees memory returned by `alloc` with the same kind.
-    fn free(&self, device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()>;
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc` on `device` and was not freed since.
+    unsafe fn free(&self, device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()>;
     /// Copies `size` bytes, on `queue` when one is given, else before returning.
-    fn copy(
+    ///
+    /// # Safety
+    /// `dst` and `src` are valid for `size` bytes until the copy has completed (for a queued copy,
+    /// until the queue is synchronised).
+    unsafe fn copy(
         &self,
         device: usize,
         dst: *mut c_void,
@@ -112,7 +119,11 @@ pub trait Backend: Send + Sync {
         queue: Option<&dyn Queue>,
     ) -> Result<()>;
     /// Starts `function` with `args`, on `queue` when one is given, else to completion before returning.
-    fn launch(
+    ///
+    /// # Safety
+    /// `function` is a kernel handle from a module of `device`, and `args` are what it expects, valid
+    /// until the launch has completed.
+    unsafe fn launch(
         &self,
         device: usize,
         function: *mut c_void,

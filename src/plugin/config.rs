@@ -180,27 +180,16 @@ mod tests {
     #[test]
     fn settings_keep_defaults_on_bad_values() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| v.to_string())
-            }
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
         };
         let c = Config::from_lookup(env(&[]));
         assert_eq!(c.host_devices, 4);
         assert_eq!(c.backend_override, None);
         assert_eq!(c.info_level, 0);
-        let c = Config::from_lookup(env(&[
-            ("OMPRPC_HOST_DEVICES", "2"),
-            ("OMPRPC_BACKEND", "cuda"),
-        ]));
+        let c = Config::from_lookup(env(&[("OMPRPC_HOST_DEVICES", "2"), ("OMPRPC_BACKEND", "cuda")]));
         assert_eq!(c.host_devices, 2);
         assert_eq!(c.backend_override, Some(BackendKind::Cuda));
-        let c = Config::from_lookup(env(&[
-            ("OMPRPC_HOST_DEVICES", "0"),
-            ("LIBOMPTARGET_INFO", "-1"),
-        ]));
+        let c = Config::from_lookup(env(&[("OMPRPC_HOST_DEVICES", "0"), ("LIBOMPTARGET_INFO", "-1")]));
         assert_eq!(c.host_devices, 4);
         assert_eq!(c.info_level, u32::MAX);
         let c = Config::from_lookup(env(&[("OMPRPC_HOST_DEVICES", "999999")]));

@@ -37,10 +37,7 @@ impl fmt::Display for Error {
         match self {
             Error::NullArg(what) => write!(f, "{what} is NULL"),
             Error::InvalidDevice { id, count } => {
-                write!(
-                    f,
-                    "device id {id} is out of range: this plugin has {count} device(s)"
-                )
+                write!(f, "device id {id} is out of range: this plugin has {count} device(s)")
             }
             Error::InvalidArg(text) => f.write_str(text),
             Error::DeviceNotInitialized(id) => {

@@ -58,11 +58,7 @@ pub struct HostEntry {
 }
 
 /// Builds the device table for `host_entries` from symbols of `module`.
-pub fn build(
-    image_start: usize,
-    host_entries: &[HostEntry],
-    module: Box<dyn Module>,
-) -> Result<LoadedImage> {
+pub fn build(image_start: usize, host_entries: &[HostEntry], module: Box<dyn Module>) -> Result<LoadedImage> {
     let mut entries = Vec::with_capacity(host_entries.len());
     let mut names = Vec::with_capacity(host_entries.len());
     let mut kernels = Vec::new();
@@ -140,11 +136,7 @@ mod tests {
 
     #[test]
     fn keeps_count_and_order_and_maps_addresses() {
-        let module = FakeModule(HashMap::from([
-            ("k0", 0x1000),
-            ("g", 0x2000),
-            ("k1", 0x3000),
-        ]));
+        let module = FakeModule(HashMap::from([("k0", 0x1000), ("g", 0x2000), ("k1", 0x3000)]));
         let host = [entry("k0", 0, 0), entry("g", 4, 0), entry("k1", 0, 2)];
         let image = build(0xabc, &host, Box::new(module)).unwrap();
         let table = &image.entries;
@@ -152,33 +144,20 @@ mod tests {
         assert_eq!(image.table.entries_begin, table.as_ptr().cast_mut());
         // SAFETY: the table points into `entries`, which is alive.
         assert_eq!(
-            unsafe {
-                image
-                    .table
-                    .entries_end
-                    .offset_from(image.table.entries_begin)
-            },
+            unsafe { image.table.entries_end.offset_from(image.table.entries_begin) },
             3
         );
         let names: Vec<_> = table
             .iter()
             // SAFETY: the names point into `image.names`, which is alive.
-            .map(|e| {
-                unsafe { CStr::from_ptr(e.name) }
-                    .to_str()
-                    .unwrap()
-                    .to_string()
-            })
+            .map(|e| unsafe { CStr::from_ptr(e.name) }.to_str().unwrap().to_string())
             .collect();
         assert_eq!(names, ["k0", "g", "k1"]);
         assert_eq!(table[1].addr as usize, 0x2000);
         assert_eq!(table[1].size, 4);
         assert_eq!(table[2].flags, 2);
         assert_eq!(image.kernels.len(), 2);
-        assert_eq!(
-            table[0].addr as usize,
-            image.kernels[0] as *const Kernel as usize
-        );
+        assert_eq!(table[0].addr as usize, image.kernels[0] as *const Kernel as usize);
         assert_eq!(image.kernels[1].function as usize, 0x3000);
     }
 

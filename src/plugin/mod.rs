@@ -2,19 +2,20 @@
 //! events. It validates everything libomptarget hands over, keeps the records that make bad handles
 //! detectable, and calls one backend hook per operation.
 
+pub mod address_map;
 pub mod config;
 pub mod error;
 pub mod image;
 pub mod log;
 pub mod pool;
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
 
 use crate::abi::types::{AsyncInfo, TargetTable};
 use crate::backend::{self, AllocKind, Backend, Event, LaunchBounds, Queue};
+use address_map::AddressMap;
 use config::{BackendKind, Config};
 use error::{Error, Result};
 use image::{HostEntry, Kernel, LoadedImage};
@@ -36,8 +37,8 @@ pub struct Device {
     initialized: OnceLock<()>,
     init_lock: Mutex<()>,
     images: Mutex<Vec<LoadedImage>>,
-    kernels: RwLock<HashMap<usize, &'static Kernel>>,
-    allocations: Mutex<HashMap<usize, AllocKind>>,
+    kernels: RwLock<AddressMap<&'static Kernel>>,
+    allocations: Mutex<AddressMap<AllocKind>>,
     queues: Pool<QueueSlot>,
     events: Pool<EventSlot>,
 }
@@ -49,8 +50,8 @@ impl Device {
             initialized: OnceLock::new(),
             init_lock: Mutex::new(()),
             images: Mutex::new(Vec::new()),
-            kernels: RwLock::new(HashMap::new()),
-            allocations: Mutex::new(HashMap::new()),
+            kernels: RwLock::new(AddressMap::default()),
+            allocations: Mutex::new(AddressMap::default()),
             queues: Pool::new("queue"),
             events: Pool::new("event"),
         }
@@ -139,9 +140,9 @@ impl Plugin {
     }
 
     fn backend(&self) -> Result<&dyn Backend> {
-        self.backend.as_deref().ok_or_else(|| {
-            Error::Unsupported(format!("the {} backend has no devices", self.kind.name()))
-        })
+        self.backend
+            .as_deref()
+            .ok_or_else(|| Error::Unsupported(format!("the {} backend has no devices", self.kind.name())))
     }
 
     /// The device `id`, checked against the device count.
@@ -196,10 +197,7 @@ impl Plugin {
             })
         })?;
         let _ = device.initialized.set(());
-        log::device_info(
-            device.index,
-            format_args!("initialised ({} backend)", self.kind.name()),
-        );
+        log::device_info(device.index, format_args!("initialised ({} backend)", self.kind.name()));
         Ok(())
     }
 
@@ -219,10 +217,7 @@ impl Plugin {
         let module = self.backend()?.load_module(device.index, bytes)?;
         let mut loaded = image::build(image_start, host_entries, module)?;
         {
-            let mut kernels = device
-                .kernels
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut kernels = device.kernels.write().unwrap_or_else(PoisonError::into_inner);
             for &kernel in &loaded.kernels {
                 kernels.insert(kernel as *const Kernel as usize, kernel);
             }
@@ -253,20 +248,23 @@ impl Plugin {
     }
 
     /// Frees an allocation of device `id`; a pointer it did not allocate, or freed already, is refused.
-    pub fn free(&self, id: i32, ptr: *mut c_void) -> Result<()> {
+    pub fn free(&self, id: i32, addr: usize) -> Result<()> {
         let device = self.ready_device(id)?;
-        let kind =
-            lock(&device.allocations)
-                .remove(&(ptr as usize))
-                .ok_or(Error::UnknownHandle {
-                    what: "allocation",
-                    addr: ptr as usize,
-                })?;
-        self.backend()?.free(device.index, ptr, kind)
+        let kind = lock(&device.allocations).remove(&addr).ok_or(Error::UnknownHandle {
+            what: "allocation",
+            addr,
+        })?;
+        // SAFETY: `addr` was in this device's allocation records, so `alloc` returned it and it was not
+        // freed since; it has just been removed, so it cannot be freed twice.
+        unsafe { self.backend()?.free(device.index, addr as *mut c_void, kind) }
     }
 
     /// Copies `size` bytes on device `id`, ordered after the work already queued on `async_info`.
-    pub fn copy(
+    ///
+    /// # Safety
+    /// `dst` and `src` are valid for `size` bytes until the copy completes (for a queued copy, until
+    /// `async_info` is synchronised), as libomptarget guarantees.
+    pub unsafe fn copy(
         &self,
         id: i32,
         dst: *mut c_void,
@@ -282,8 +280,9 @@ impl Plugin {
             Some(info) => device.queue(info)?,
             None => None,
         };
-        self.backend()?
-            .copy(device.index, dst, src, size, queue.map(|q| &*q.queue))
+        let backend = self.backend()?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { backend.copy(device.index, dst, src, size, queue.map(|q| &*q.queue)) }
     }
 
     /// Whether devices `src` and `dst` can copy to each other directly.
@@ -294,7 +293,11 @@ impl Plugin {
     }
 
     /// Launches the kernel whose table entry `addr` is on device `id`.
-    pub fn launch(
+    ///
+    /// # Safety
+    /// `args` are the kernel's arguments as libomptarget computed them, and the memory they point to
+    /// stays valid until the launch completes (for a queued launch, until `async_info` is synchronised).
+    pub unsafe fn launch(
         &self,
         id: i32,
         addr: usize,
@@ -331,28 +334,27 @@ impl Plugin {
             None => None,
         };
         if log::info_enabled(log::INFO_PLUGIN) {
+            let count = |n: u32, what: &str| {
+                if n == 0 {
+                    format!("default {what}")
+                } else {
+                    format!("{n} {what}")
+                }
+            };
             log::device_info(
                 device.index,
                 format_args!(
-                    "Launching kernel {} with {} teams and {} threads{}",
+                    "Launching kernel {} with {} and {}{}",
                     kernel.name.to_string_lossy(),
-                    bounds.teams,
-                    bounds.threads,
-                    if queue.is_some() {
-                        " (asynchronous)"
-                    } else {
-                        ""
-                    }
+                    count(bounds.teams, "teams"),
+                    count(bounds.threads, "threads"),
+                    if queue.is_some() { " (asynchronous)" } else { "" }
                 ),
             );
         }
-        backend.launch(
-            device.index,
-            kernel.function,
-            args,
-            bounds,
-            queue.map(|q| &*q.queue),
-        )
+        // SAFETY: `kernel` is a registered kernel of this device, so `function` is its handle; the
+        // arguments are forwarded from this function's contract.
+        unsafe { backend.launch(device.index, kernel.function, args, bounds, queue.map(|q| &*q.queue)) }
     }
 
     /// Waits for everything queued on `async_info` and releases its queue.
@@ -393,12 +395,7 @@ impl Plugin {
     }
 
     /// Records `event` after the work queued on `async_info` (at once when nothing is queued).
-    pub fn record_event(
-        &self,
-        id: i32,
-        event: *mut c_void,
-        async_info: &mut AsyncInfo,
-    ) -> Result<()> {
+    pub fn record_event(&self, id: i32, event: *mut c_void, async_info: &mut AsyncInfo) -> Result<()> {
         let device = self.ready_device(id)?;
         let event = device.events.get(event as usize)?;
         match device.queue(async_info)? {
@@ -408,12 +405,7 @@ impl Plugin {
     }
 
     /// Makes later work on `async_info` wait for `event` (the caller waits when nothing is queued).
-    pub fn wait_event(
-        &self,
-        id: i32,
-        event: *mut c_void,
-        async_info: &mut AsyncInfo,
-    ) -> Result<()> {
+    pub fn wait_event(&self, id: i32, event: *mut c_void, async_info: &mut AsyncInfo) -> Result<()> {
         let device = self.ready_device(id)?;
         let event = device.events.get(event as usize)?;
         match device.queue(async_info)? {
@@ -435,16 +427,9 @@ impl Plugin {
     }
 
     /// Prepares host memory for transfers; `global_id` is libomptarget's global device number.
-    pub fn lock_host_memory(
-        &self,
-        global_id: i32,
-        ptr: *mut c_void,
-        size: usize,
-    ) -> Result<*mut c_void> {
+    pub fn lock_host_memory(&self, global_id: i32, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
         if global_id < 0 {
-            return Err(Error::InvalidArg(format!(
-                "device number {global_id} is negative"
-            )));
+            return Err(Error::InvalidArg(format!("device number {global_id} is negative")));
         }
         self.backend()?.lock_host_memory(ptr, size)
     }
@@ -452,9 +437,7 @@ impl Plugin {
     /// Undoes `lock_host_memory`.
     pub fn unlock_host_memory(&self, global_id: i32, ptr: *mut c_void) -> Result<()> {
         if global_id < 0 {
-            return Err(Error::InvalidArg(format!(
-                "device number {global_id} is negative"
-            )));
+            return Err(Error::InvalidArg(format!("device number {global_id} is negative")));
         }
         self.backend()?.unlock_host_memory(ptr)
     }

@@ -2,9 +2,9 @@
 //! for the life of the process and is recycled rather than freed; a pointer that the pool did not hand
 //! out, or that was already given back, is recognised and refused instead of being dereferenced.
 
-use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
+use crate::plugin::address_map::AddressSet;
 use crate::plugin::error::{Error, Result};
 
 /// A pool of `T`s with stable addresses.
@@ -15,7 +15,7 @@ pub struct Pool<T: 'static> {
 
 struct Inner<T: 'static> {
     free: Vec<&'static T>,
-    in_use: HashSet<usize>,
+    in_use: AddressSet,
 }
 
 impl<T: Send + Sync + 'static> Pool<T> {
@@ -25,7 +25,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
             what,
             inner: Mutex::new(Inner {
                 free: Vec::new(),
-                in_use: HashSet::new(),
+                in_use: AddressSet::default(),
             }),
         }
     }
@@ -55,10 +55,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
     pub fn get(&self, addr: usize) -> Result<&'static T> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if !inner.in_use.contains(&addr) {
-            return Err(Error::UnknownHandle {
-                what: self.what,
-                addr,
-            });
+            return Err(Error::UnknownHandle { what: self.what, addr });
         }
         // SAFETY: `addr` is in `in_use`, so it is the address of a leaked, never freed `T`.
         Ok(unsafe { &*(addr as *const T) })
@@ -68,10 +65,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
     pub fn release(&self, addr: usize) -> Result<()> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if !inner.in_use.remove(&addr) {
-            return Err(Error::UnknownHandle {
-                what: self.what,
-                addr,
-            });
+            return Err(Error::UnknownHandle { what: self.what, addr });
         }
         // SAFETY: `addr` was in `in_use`: a leaked, never freed `T`.
         inner.free.push(unsafe { &*(addr as *const T) });
@@ -82,11 +76,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
     pub fn in_use(&self) -> Vec<&'static T> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: every address in `in_use` is a leaked, never freed `T`.
-        inner
-            .in_use
-            .iter()
-            .map(|&a| unsafe { &*(a as *const T) })
-            .collect()
+        inner.in_use.iter().map(|&a| unsafe { &*(a as *const T) }).collect()
     }
 }
 

@@ -45,14 +45,9 @@ pub fn require_toolchain() {
 
 /// Scratch space for the tests, inside the target directory.
 pub fn scratch() -> PathBuf {
-    let dir = target_dir().join("omprpc-tests");
+    let dir = profile_dir().join("omprpc-tests");
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// The cargo target directory of this build (`target/<profile>/..`).
-fn target_dir() -> PathBuf {
-    profile_dir().parent().unwrap().to_path_buf()
 }
 
 /// `target/<profile>`, where cargo put `libomprpc.so` for this test run.
@@ -62,15 +57,18 @@ pub fn profile_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
-/// The plugin cargo built for this test run.
+/// The plugin cargo built for this test run (`cargo bench` leaves it in `deps/` only).
 pub fn built_plugin() -> PathBuf {
-    let lib = profile_dir().join("libomprpc.so");
-    assert!(
-        lib.exists(),
-        "{} is missing: run the tests with `cargo test`, which builds it",
-        lib.display()
-    );
-    lib
+    let dir = profile_dir();
+    [dir.join("libomprpc.so"), dir.join("deps/libomprpc.so")]
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "no libomprpc.so in {}: run the tests with `cargo test`, which builds it",
+                dir.display()
+            )
+        })
 }
 
 /// A directory holding our plugin under `name` (copied, so the loader sees a separate object), for
@@ -99,7 +97,8 @@ pub fn host_plugin_dir() -> PathBuf {
     plugin_dir_as("libomptarget.rtl.x86_64.nextgen.so")
 }
 
-/// Builds `c_tests/<file>` once per test process and returns the executable.
+/// Builds `c_tests/<file>` (or `<file>` relative to the repository when it names a directory) once per
+/// test process and returns the executable.
 pub fn build_program(file: &str) -> PathBuf {
     require_toolchain();
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
@@ -110,7 +109,11 @@ pub fn build_program(file: &str) -> PathBuf {
     if let Some(exe) = built.get(file) {
         return exe.clone();
     }
-    let src = root().join("c_tests").join(file);
+    let src = if file.contains('/') {
+        root().join(file)
+    } else {
+        root().join("c_tests").join(file)
+    };
     let stem = Path::new(file).file_stem().unwrap().to_str().unwrap();
     let cxx = file.ends_with(".cpp");
     let out_dir = scratch().join("bin");
@@ -127,11 +130,7 @@ pub fn build_program(file: &str) -> PathBuf {
     if cxx {
         cmd.arg("-std=c++17");
     }
-    cmd.arg("-I")
-        .arg(root().join("c_tests"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe);
+    cmd.arg("-I").arg(root().join("c_tests")).arg(&src).arg("-o").arg(&exe);
     let out = cmd.output().expect("running clang-16");
     assert!(
         out.status.success(),
@@ -198,9 +197,7 @@ pub fn check_ours_ran(stderr: &str) -> Result<(), String> {
     let ours = host_plugin_dir().join("libomptarget.rtl.x86_64.nextgen.so");
     let ours = ours.to_str().unwrap();
     if !mapped.iter().any(|p| p == ours) {
-        return Err(format!(
-            "our plugin {ours} was not mapped; mapped: {mapped:?}"
-        ));
+        return Err(format!("our plugin {ours} was not mapped; mapped: {mapped:?}"));
     }
     if let Some(stock) = mapped
         .iter()
@@ -215,11 +212,9 @@ pub fn check_ours_ran(stderr: &str) -> Result<(), String> {
 pub fn check_stock_ran(stderr: &str) -> Result<(), String> {
     let mapped = mapped_plugins(stderr);
     let stock = format!("{LLVM16}/lib/libomptarget.rtl.x86_64.nextgen.so.16");
-    if mapped.iter().any(|p| *p == stock) {
+    if mapped.contains(&stock) {
         Ok(())
     } else {
-        Err(format!(
-            "the stock plugin {stock} was not mapped; mapped: {mapped:?}"
-        ))
+        Err(format!("the stock plugin {stock} was not mapped; mapped: {mapped:?}"))
     }
 }

@@ -7,7 +7,6 @@ use crate::plugin::error::{Error, Result};
 /// Reports that this version has no AMDGPU backend yet.
 pub fn open() -> Result<Box<dyn Backend>> {
     Err(Error::Unsupported(
-        "the AMDGPU backend is not implemented in this version of omprpc; reporting 0 devices"
-            .into(),
+        "the AMDGPU backend is not implemented in this version of omprpc; reporting 0 devices".into(),
     ))
 }

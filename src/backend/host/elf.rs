@@ -39,9 +39,7 @@ pub fn check_x86_64_shared_object(image: &[u8], image_len: usize) -> Result<(), 
     let phoff = u64_at(image, 32);
     let phentsize = u64::from(u16_at(image, 54));
     let phnum = u64::from(u16_at(image, 56));
-    let ph_end = phentsize
-        .checked_mul(phnum)
-        .and_then(|n| n.checked_add(phoff));
+    let ph_end = phentsize.checked_mul(phnum).and_then(|n| n.checked_add(phoff));
     match ph_end {
         Some(end) if phnum > 0 && end <= image_len as u64 => Ok(()),
         _ => Err("program headers missing or past the end of the image (truncated?)"),
@@ -91,18 +89,9 @@ pub(crate) mod tests {
         assert_eq!(check(&with(4, &[1])), Err("not a 64-bit ELF file"));
         assert_eq!(check(&with(5, &[2])), Err("not a little-endian ELF file"));
         // CUDA (190) and AMDGPU (224) images are ELF too, and must be turned down quietly.
-        assert_eq!(
-            check(&with(18, &190u16.to_le_bytes())),
-            Err("not built for x86-64")
-        );
-        assert_eq!(
-            check(&with(18, &224u16.to_le_bytes())),
-            Err("not built for x86-64")
-        );
-        assert_eq!(
-            check(&with(16, &2u16.to_le_bytes())),
-            Err("not a shared object")
-        );
+        assert_eq!(check(&with(18, &190u16.to_le_bytes())), Err("not built for x86-64"));
+        assert_eq!(check(&with(18, &224u16.to_le_bytes())), Err("not built for x86-64"));
+        assert_eq!(check(&with(16, &2u16.to_le_bytes())), Err("not a shared object"));
         assert!(check(&good[..100]).is_err(), "truncated program headers");
         assert!(check(&with(56, &0u16.to_le_bytes())).is_err());
         assert!(check(&with(32, &u64::MAX.to_le_bytes())).is_err());

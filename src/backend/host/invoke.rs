@@ -24,11 +24,7 @@ pub unsafe fn call_with_pointer_args(function: *const c_void, args: &[*mut c_voi
 
 /// rdi = function, rsi = argument array, rdx = argument count.
 #[unsafe(naked)]
-unsafe extern "sysv64" fn trampoline(
-    function: *const c_void,
-    args: *const *mut c_void,
-    count: usize,
-) {
+unsafe extern "sysv64" fn trampoline(function: *const c_void, args: *const *mut c_void, count: usize) {
     core::arch::naked_asm!(
         "push rbp",
         "mov rbp, rsp",
@@ -98,17 +94,7 @@ mod tests {
         );
     }
     #[allow(clippy::too_many_arguments)]
-    extern "C" fn nine(
-        a: usize,
-        b: usize,
-        c: usize,
-        d: usize,
-        e: usize,
-        f: usize,
-        g: usize,
-        h: usize,
-        i: usize,
-    ) {
+    extern "C" fn nine(a: usize, b: usize, c: usize, d: usize, e: usize, f: usize, g: usize, h: usize, i: usize) {
         // Stack arguments must arrive in order, and the stack must be 16-byte aligned for SSE code.
         let local = 0u128;
         let aligned = (&local as *const u128 as usize) % 16 == 0;
@@ -141,10 +127,7 @@ mod tests {
             call_with_pointer_args(six as *const c_void, &args(&[1, 2, 3, 4, 5, 6]));
             assert_eq!(SEEN.load(Ordering::SeqCst), 654_321);
             call_with_pointer_args(nine as *const c_void, &args(&[1, 1, 1, 1, 1, 1, 1, 1, 1]));
-            assert_eq!(
-                SEEN.load(Ordering::SeqCst),
-                1_000_000 + 21 + 700 + 8000 + 90_000
-            );
+            assert_eq!(SEEN.load(Ordering::SeqCst), 1_000_000 + 21 + 700 + 8000 + 90_000);
         }
     }
 }

@@ -26,9 +26,10 @@ impl HostBackend {
 }
 
 fn host_queue(queue: &dyn Queue) -> Result<&HostQueue> {
-    queue.as_any().downcast_ref::<HostQueue>().ok_or_else(|| {
-        Error::InvalidArg("a queue of another backend was passed to the host backend".into())
-    })
+    queue
+        .as_any()
+        .downcast_ref::<HostQueue>()
+        .ok_or_else(|| Error::InvalidArg("a queue of another backend was passed to the host backend".into()))
 }
 
 impl Backend for HostBackend {
@@ -60,8 +61,7 @@ impl Backend for HostBackend {
     }
 
     fn load_module(&self, device: usize, image: &[u8]) -> Result<Box<dyn Module>> {
-        elf::check_x86_64_shared_object(image, image.len())
-            .map_err(|why| Error::BadImage(why.into()))?;
+        elf::check_x86_64_shared_object(image, image.len()).map_err(|why| Error::BadImage(why.into()))?;
         Ok(Box::new(HostModule::load(device, image)?))
     }
 
@@ -74,13 +74,13 @@ impl Backend for HostBackend {
         Ok(ptr)
     }
 
-    fn free(&self, _device: usize, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
-        // SAFETY: the core passes only pointers it got from `alloc` and has not freed yet.
+    unsafe fn free(&self, _device: usize, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
+        // SAFETY: the caller passes a pointer from `alloc` not freed since (this trait method's contract).
         unsafe { libc::free(ptr) };
         Ok(())
     }
 
-    fn copy(
+    unsafe fn copy(
         &self,
         _device: usize,
         dst: *mut c_void,
@@ -91,7 +91,7 @@ impl Backend for HostBackend {
         match queue {
             Some(queue) => host_queue(queue)?.push_copy(dst, src, size),
             None => {
-                // SAFETY: libomptarget passes two ranges of `size` bytes in this process's memory;
+                // SAFETY: both ranges are valid for `size` bytes (this trait method's contract);
                 // `copy` is memmove and tolerates overlap.
                 unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
                 Ok(())
@@ -99,7 +99,7 @@ impl Backend for HostBackend {
         }
     }
 
-    fn launch(
+    unsafe fn launch(
         &self,
         _device: usize,
         function: *mut c_void,
@@ -118,7 +118,7 @@ impl Backend for HostBackend {
             Some(queue) => host_queue(queue)?.push_launch(function, args),
             None => {
                 // SAFETY: `function` is the image's symbol for an outlined region, which takes one
-                // pointer-sized argument per mapped variable; the count came from the launch.
+                // pointer-sized argument per mapped variable (this trait method's contract).
                 unsafe { invoke::call_with_pointer_args(function, args) };
                 Ok(())
             }
@@ -152,9 +152,7 @@ impl Backend for HostBackend {
                     .map(|(_, v)| v.trim().to_string())
             })
             .unwrap_or_else(|| "unknown".into());
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let memory = std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|m| {
@@ -165,21 +163,12 @@ impl Backend for HostBackend {
             .map(|kib| format!("{} MiB", kib / 1024))
             .unwrap_or_else(|| "unknown".into());
         vec![
-            (
-                "Device",
-                format!("host device {device} of {}", self.devices),
-            ),
-            (
-                "Backend",
-                "host (x86_64), kernels run in this process".into(),
-            ),
+            ("Device", format!("host device {device} of {}", self.devices)),
+            ("Backend", "host (x86_64), kernels run in this process".into()),
             ("CPU", model),
             ("Hardware threads", threads.to_string()),
             ("Memory", memory),
-            (
-                "Memory shared with the host",
-                "yes (same address space)".into(),
-            ),
+            ("Memory shared with the host", "yes (same address space)".into()),
         ]
     }
 }
@@ -202,8 +191,7 @@ unsafe impl Sync for HostModule {}
 
 impl HostModule {
     fn load(device: usize, image: &[u8]) -> Result<HostModule> {
-        let name =
-            CString::new(format!("omprpc-host-image-device{device}")).expect("no NUL in name");
+        let name = CString::new(format!("omprpc-host-image-device{device}")).expect("no NUL in name");
         // SAFETY: `name` is a valid C string; the flags are defined by the kernel.
         let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
@@ -255,9 +243,7 @@ fn dl_error() -> String {
         "dlopen failed without a reason".into()
     } else {
         // SAFETY: non-null, NUL-terminated, see above.
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
     }
 }
 

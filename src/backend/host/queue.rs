@@ -7,6 +7,7 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::invoke;
@@ -22,23 +23,10 @@ struct SendPtr(*mut c_void);
 unsafe impl Send for SendPtr {}
 
 enum Op {
-    Launch {
-        function: SendPtr,
-        args: Vec<SendPtr>,
-    },
-    Copy {
-        dst: SendPtr,
-        src: SendPtr,
-        size: usize,
-    },
-    Record {
-        event: Arc<EventState>,
-        generation: u64,
-    },
-    Wait {
-        event: Arc<EventState>,
-        generation: u64,
-    },
+    Launch { function: SendPtr, args: Vec<SendPtr> },
+    Copy { dst: SendPtr, src: SendPtr, size: usize },
+    Record { event: Arc<EventState>, generation: u64 },
+    Wait { event: Arc<EventState>, generation: u64 },
 }
 
 #[derive(Default)]
@@ -47,6 +35,10 @@ struct State {
     /// The worker is executing an operation it already took off `ops`.
     running: bool,
     worker_started: bool,
+    /// The worker sleeps on `work` and needs a wake-up.
+    worker_sleeping: bool,
+    /// Threads sleeping on `idle`.
+    synchronizers: usize,
 }
 
 #[derive(Default)]
@@ -91,8 +83,11 @@ impl HostQueue {
             state.worker_started = true;
         }
         state.ops.push_back(op);
+        let wake = state.worker_sleeping;
         drop(state);
-        self.shared.work.notify_one();
+        if wake {
+            self.shared.work.notify_one();
+        }
         Ok(())
     }
 
@@ -125,11 +120,12 @@ fn worker(shared: &Shared) {
     loop {
         let Some(op) = state.ops.pop_front() else {
             state.running = false;
-            shared.idle.notify_all();
-            state = shared
-                .work
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+            if state.synchronizers > 0 {
+                shared.idle.notify_all();
+            }
+            state.worker_sleeping = true;
+            state = shared.work.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state.worker_sleeping = false;
             continue;
         };
         state.running = true;
@@ -160,13 +156,11 @@ fn run(op: Op) {
 impl Queue for HostQueue {
     fn synchronize(&self) -> Result<()> {
         let mut state = lock(&self.shared.state);
+        state.synchronizers += 1;
         while state.running || !state.ops.is_empty() {
-            state = self
-                .shared
-                .idle
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+            state = self.shared.idle.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
+        state.synchronizers -= 1;
         Ok(())
     }
 
@@ -199,48 +193,55 @@ impl Queue for HostQueue {
 }
 
 fn host_event(event: &dyn Event) -> Result<&HostEvent> {
-    event.as_any().downcast_ref::<HostEvent>().ok_or_else(|| {
-        Error::InvalidArg("an event of another backend was passed to a host queue".into())
-    })
+    event
+        .as_any()
+        .downcast_ref::<HostEvent>()
+        .ok_or_else(|| Error::InvalidArg("an event of another backend was passed to a host queue".into()))
 }
 
-#[derive(Default)]
-struct Generations {
-    /// How many times the event was recorded.
-    recorded: u64,
-    /// The highest recording whose preceding work has finished.
-    reached: u64,
-}
-
+/// An event's progress. Recording and reaching are plain atomics, so that events recorded with nothing
+/// outstanding (libomptarget records one per new mapping) cost no lock and no system call; the lock and
+/// condition variable come into play only while someone waits.
 #[derive(Default)]
 struct EventState {
-    generations: Mutex<Generations>,
+    /// How many times the event was recorded.
+    recorded: AtomicU64,
+    /// The highest recording whose preceding work has finished.
+    reached: AtomicU64,
+    /// Threads blocked in `wait_for`.
+    waiters: AtomicUsize,
+    lock: Mutex<()>,
     changed: Condvar,
 }
 
 impl EventState {
     fn next_generation(&self) -> u64 {
-        let mut g = lock(&self.generations);
-        g.recorded += 1;
-        g.recorded
+        self.recorded.fetch_add(1, Ordering::SeqCst) + 1
     }
 
     fn latest_generation(&self) -> u64 {
-        lock(&self.generations).recorded
+        self.recorded.load(Ordering::SeqCst)
     }
 
     fn reach(&self, generation: u64) {
-        let mut g = lock(&self.generations);
-        g.reached = g.reached.max(generation);
-        drop(g);
-        self.changed.notify_all();
+        self.reached.fetch_max(generation, Ordering::SeqCst);
+        // Pairs with the waiter's increment-then-check: either it sees the new value, or we see it.
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _guard = lock(&self.lock);
+            self.changed.notify_all();
+        }
     }
 
     fn wait_for(&self, generation: u64) {
-        let mut g = lock(&self.generations);
-        while g.reached < generation {
-            g = self.changed.wait(g).unwrap_or_else(PoisonError::into_inner);
+        if self.reached.load(Ordering::SeqCst) >= generation {
+            return;
         }
+        let mut guard = lock(&self.lock);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        while self.reached.load(Ordering::SeqCst) < generation {
+            guard = self.changed.wait(guard).unwrap_or_else(PoisonError::into_inner);
+        }
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -279,12 +280,8 @@ mod tests {
         let a = [1u8, 2, 3, 4];
         let mut b = [0u8; 4];
         let mut c = [0u8; 4];
-        queue
-            .push_copy(b.as_mut_ptr().cast(), a.as_ptr().cast(), 4)
-            .unwrap();
-        queue
-            .push_copy(c.as_mut_ptr().cast(), b.as_ptr().cast(), 4)
-            .unwrap();
+        queue.push_copy(b.as_mut_ptr().cast(), a.as_ptr().cast(), 4).unwrap();
+        queue.push_copy(c.as_mut_ptr().cast(), b.as_ptr().cast(), 4).unwrap();
         queue.synchronize().unwrap();
         assert!(queue.is_idle().unwrap());
         assert_eq!(c, a);
@@ -302,9 +299,7 @@ mod tests {
         let first = HostQueue::new();
         let second = HostQueue::new();
         let event = HostEvent::default();
-        first
-            .push_launch(spin_until_gate_opens as *mut c_void, &[])
-            .unwrap();
+        first.push_launch(spin_until_gate_opens as *mut c_void, &[]).unwrap();
         first.record(&event).unwrap();
         second.wait(&event).unwrap();
         let src = [7u8; 8];
@@ -314,10 +309,7 @@ mod tests {
             .unwrap();
         std::thread::sleep(Duration::from_millis(20));
         assert!(!first.is_idle().unwrap());
-        assert!(
-            !second.is_idle().unwrap(),
-            "the copy must wait for the event"
-        );
+        assert!(!second.is_idle().unwrap(), "the copy must wait for the event");
         GATE.store(1, Ordering::SeqCst);
         second.synchronize().unwrap();
         event.synchronize().unwrap();

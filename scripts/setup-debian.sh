@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs what building and testing omprpc needs on Debian 12 (bookworm): clang-16 and libomptarget 16
+# (the runtime the plugin plugs into), LLVM 19's libc RPC server, and binutils. Run as root or with sudo.
+# The Rust toolchain (1.88 or newer) must already be installed, e.g. with rustup.
+set -eu
+
+packages="clang-16 clang-tools-16 libomp-16-dev libllvmlibc-19-dev binutils"
+
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  echo "omprpc setup: installing$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "omprpc setup: cargo is not installed; install Rust 1.88 or newer (https://rustup.rs) and retry" >&2
+  exit 1
+fi
