@@ -31,6 +31,26 @@ fn ns_per_launch(mode: &str, plugin: Plugin) -> f64 {
         .unwrap_or_else(|| panic!("no timing in {stdout}"))
 }
 
+/// Instructions a whole run executes, counted by callgrind: unlike time, the same from run to run, so it
+/// shows small differences that timing noise on a shared machine hides.
+fn instructions(mode: &str, plugin: Plugin) -> Option<u64> {
+    let exe = build_program("bench_launch.c");
+    let mut cmd = std::process::Command::new("valgrind");
+    cmd.args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(&exe)
+        .args([mode, "5000"]);
+    match plugin {
+        Plugin::Ours => cmd.env("LD_LIBRARY_PATH", support::host_plugin_dir()),
+        Plugin::Stock => cmd.env_remove("LD_LIBRARY_PATH"),
+    };
+    let out = cmd.output().ok()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    stderr
+        .lines()
+        .find_map(|l| l.split("Collected :").nth(1))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -63,5 +83,12 @@ fn main() {
             median(stock),
             median(ratios)
         );
+    }
+    println!("instructions per run of 5000 launches (callgrind, whole process)");
+    for mode in ["empty", "scalar"] {
+        match (instructions(mode, Plugin::Ours), instructions(mode, Plugin::Stock)) {
+            (Some(o), Some(s)) => println!("{mode:<8} {o:>12} {s:>12} {:>12.3}", o as f64 / s as f64),
+            _ => println!("{mode:<8} valgrind is not installed (apt-get install valgrind); no instruction counts"),
+        }
     }
 }
