@@ -5,6 +5,27 @@
 
 #include <stdint.h>
 
+/*
+ A port being served, as a handler receives it; valid only during the handler's call.
+ */
+typedef struct omprpc_port omprpc_port;
+
+/*
+ A host handler for a user opcode: it receives what the device sends and sends the reply, with
+ the `omprpc_port_*` functions, in the order the device-side call expects.
+ */
+typedef void (*omprpc_handler)(struct omprpc_port *port, void *user_data);
+
+/*
+ One lane's 64-byte packet.
+ */
+typedef struct omprpc_packet {
+  /*
+   The packet's eight words.
+   */
+  uint64_t data[8];
+} omprpc_packet;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -16,8 +37,72 @@ extern "C" {
  */
 const char *omprpc_version(void);
 
+/*
+ Registers `handler` for user opcode `opcode` (0x8000-0xffff) on every device, before or after
+ the devices start; a later registration of the same opcode replaces it. Returns 0, or -1 with a
+ message on stderr (reserved opcode, NULL handler, called from inside a handler, or a plugin built
+ without host services).
+ */
+int32_t omprpc_register_handler(uint16_t opcode, omprpc_handler handler, void *user_data);
+
+/*
+ Number of lanes of the port's device (1 on the host device): the length of the arrays that
+ `omprpc_port_recv_n` and `omprpc_port_send_n` take, and the most packets `omprpc_port_recv` and
+ `omprpc_port_send` move.
+
+ # Safety
+ `port` is the port passed to the running handler.
+ */
+uint32_t omprpc_port_lanes(struct omprpc_port *port);
+
+/*
+ Receives one packet from each active lane into `packets`, in lane order; returns how many.
+
+ # Safety
+ `port` is the port passed to the running handler; `packets` has room for `omprpc_port_lanes`
+ packets.
+ */
+uint32_t omprpc_port_recv(struct omprpc_port *port, struct omprpc_packet *packets);
+
+/*
+ Sends `packets` to the active lanes, in lane order; returns how many were sent.
+
+ # Safety
+ As for `omprpc_port_recv`, with `packets` readable.
+ */
+uint32_t omprpc_port_send(struct omprpc_port *port, const struct omprpc_packet *packets);
+
+/*
+ Receives a byte string from each lane: `data[lane]` gets a buffer from `malloc` (free it with
+ `free`) and `sizes[lane]` its size; lanes that sent nothing get NULL and 0.
+
+ # Safety
+ `port` is the port passed to the running handler; `data` and `sizes` have `omprpc_port_lanes`
+ writable entries.
+ */
+void omprpc_port_recv_n(struct omprpc_port *port, void **data, uint64_t *sizes);
+
+/*
+ Sends a byte string to each lane: `sizes[lane]` bytes from `data[lane]`.
+
+ # Safety
+ `port` is the port passed to the running handler; `data` and `sizes` have `omprpc_port_lanes`
+ readable entries, each `data[lane]` readable for `sizes[lane]` bytes.
+ */
+void omprpc_port_send_n(struct omprpc_port *port, const void *const *data, const uint64_t *sizes);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
 
 #endif  /* OMPRPC_H */
+
+/* The plugin is loaded by libomptarget at run time, not linked with the program: look its functions up
+ * by name once libomptarget has started (any time in main), e.g.
+ *   OMPRPC_LOOKUP(omprpc_register_handler)(0x8001, my_handler, NULL);
+ * It yields NULL when omprpc is not the plugin in use. */
+#ifndef OMPRPC_LOOKUP
+#include <dlfcn.h>
+/* (void *)0 is RTLD_DEFAULT, which glibc declares only under _GNU_SOURCE. */
+#define OMPRPC_LOOKUP(name) ((__typeof__(&name))dlsym((void *)0, #name))
+#endif

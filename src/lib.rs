@@ -2,13 +2,14 @@
 //!
 //! Layout: [`abi`] holds the C types and the exported shims; [`plugin`] is the generic core (devices,
 //! images, kernels, memory, queues, events, settings, messages); [`backend`] has one folder per device
-//! family, each implementing [`backend::Backend`].
+//! family, each implementing [`backend::Backend`]; [`rpc`] serves host services to device code.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod abi;
 pub mod backend;
 pub mod plugin;
+pub mod rpc;
 
 use std::ffi::CStr;
 use std::sync::OnceLock;

@@ -1,7 +1,9 @@
 //! Every C/C++ program in `c_tests/` that has a `.expected` file, built by clang-16 and run through
 //! Debian's libomptarget 16: with our plugin its stdout must equal the expected output, equal the stock
 //! plugin's output, our plugin (and no stock host plugin) must be the one mapped, and it must be silent
-//! on stderr.
+//! on stderr. Programs named `rpc_*` use host services, which only omprpc serves (under the stock
+//! plugin the device-side client falls back to direct calls and says so), so they are not compared
+//! with the stock plugin.
 
 mod support;
 
@@ -29,11 +31,8 @@ fn programs() -> Vec<(String, String)> {
 fn check(file: &str, expected: &str) -> Result<(), String> {
     let exe = build_program(file);
     let ours = run(&exe, &[], Plugin::Ours, &[]);
-    let stock = run(&exe, &[], Plugin::Stock, &[]);
     let ours_out = String::from_utf8_lossy(&ours.stdout);
     let ours_err = String::from_utf8_lossy(&ours.stderr);
-    let stock_out = String::from_utf8_lossy(&stock.stdout);
-    let stock_err = String::from_utf8_lossy(&stock.stderr);
     if !ours.status.success() {
         return Err(format!(
             "exited with {} under our plugin; stderr:\n{ours_err}",
@@ -48,6 +47,12 @@ fn check(file: &str, expected: &str) -> Result<(), String> {
     if !noise.is_empty() {
         return Err(format!("our plugin was not silent on stderr:\n{noise}"));
     }
+    if file.starts_with("rpc_") {
+        return Ok(());
+    }
+    let stock = run(&exe, &[], Plugin::Stock, &[]);
+    let stock_out = String::from_utf8_lossy(&stock.stdout);
+    let stock_err = String::from_utf8_lossy(&stock.stderr);
     check_stock_ran(&stock_err)?;
     if stock_out != ours_out {
         return Err(format!(

@@ -30,6 +30,12 @@ impl FailValue for i64 {
     }
 }
 
+impl FailValue for u32 {
+    fn fail_value() -> u32 {
+        0
+    }
+}
+
 impl FailValue for () {
     fn fail_value() {}
 }

@@ -7,9 +7,11 @@ pub mod host;
 
 use std::any::Any;
 use std::ffi::{c_void, CStr};
+use std::sync::Arc;
 
 use crate::plugin::config::{BackendKind, Config};
 use crate::plugin::error::Result;
+use crate::rpc::DeviceMemory;
 
 /// How many leading bytes of an image `is_compatible_image` is shown.
 pub const IMAGE_HEADER_BYTES: usize = 4096;
@@ -139,6 +141,13 @@ pub trait Backend: Send + Sync {
     fn lock_host_memory(&self, ptr: *mut c_void, size: usize) -> Result<*mut c_void>;
     /// Undoes `lock_host_memory`.
     fn unlock_host_memory(&self, ptr: *mut c_void) -> Result<()>;
+    /// Lanes per RPC port: 1 for a CPU, the warp or wavefront size for a GPU.
+    fn rpc_lane_size(&self) -> u32;
+    /// RPC ports for `device` when `OMPRPC_RPC_PORTS` does not say: one per unit of parallelism that
+    /// can wait on a port at once, so that every waiting device thread finds one.
+    fn rpc_default_ports(&self, device: usize) -> u32;
+    /// The memory `device`'s RPC server allocates from.
+    fn rpc_memory(&self, device: usize) -> Result<Arc<dyn DeviceMemory>>;
     /// Name-value lines describing `device` for `llvm-omp-device-info`.
     fn describe_device(&self, device: usize) -> Vec<(&'static str, String)>;
 }

@@ -77,6 +77,8 @@ pub struct Config {
     pub initial_queues: usize,
     /// `LIBOMPTARGET_NUM_INITIAL_EVENTS`: events created per device up front.
     pub initial_events: usize,
+    /// `OMPRPC_RPC_PORTS`: RPC ports per device, or the backend's default.
+    pub rpc_ports: Option<u32>,
 }
 
 impl Config {
@@ -117,6 +119,9 @@ impl Config {
             info_level,
             initial_queues: count_setting(&lookup, "LIBOMPTARGET_NUM_INITIAL_STREAMS", 32, 0, 4096),
             initial_events: count_setting(&lookup, "LIBOMPTARGET_NUM_INITIAL_EVENTS", 32, 0, 4096),
+            rpc_ports: lookup("OMPRPC_RPC_PORTS")
+                .map(|_| count_setting(&lookup, "OMPRPC_RPC_PORTS", 0, 1, 4096) as u32)
+                .filter(|&n| n > 0),
         }
     }
 }
@@ -194,5 +199,10 @@ mod tests {
         assert_eq!(c.info_level, u32::MAX);
         let c = Config::from_lookup(env(&[("OMPRPC_HOST_DEVICES", "999999")]));
         assert_eq!(c.host_devices, 4);
+        assert_eq!(c.rpc_ports, None);
+        let c = Config::from_lookup(env(&[("OMPRPC_RPC_PORTS", "4096")]));
+        assert_eq!(c.rpc_ports, Some(4096));
+        let c = Config::from_lookup(env(&[("OMPRPC_RPC_PORTS", "5000")]));
+        assert_eq!(c.rpc_ports, None, "out of range keeps the default");
     }
 }

@@ -24,6 +24,25 @@ use pool::Pool;
 /// A backend queue at a fixed address, so that `__tgt_async_info::Queue` can point at it.
 pub struct QueueSlot {
     queue: Box<dyn Queue>,
+    /// Keeps the RPC service polling for kernels queued here until the queue is released.
+    #[cfg(feature = "rpc")]
+    rpc_kernels: Mutex<Vec<crate::rpc::service::KernelGuard>>,
+}
+
+impl QueueSlot {
+    fn new(queue: Box<dyn Queue>) -> QueueSlot {
+        QueueSlot {
+            queue,
+            #[cfg(feature = "rpc")]
+            rpc_kernels: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Called when libomptarget lets go of the queue: its kernels are done.
+    fn finished(&self) {
+        #[cfg(feature = "rpc")]
+        lock(&self.rpc_kernels).clear();
+    }
 }
 
 /// A backend event at a fixed address, handed to libomptarget as `void *`.
@@ -41,6 +60,12 @@ pub struct Device {
     allocations: Mutex<AddressMap<AllocKind>>,
     queues: Pool<QueueSlot>,
     events: Pool<EventSlot>,
+    /// The device's RPC server, set up by the first image that asks for host services.
+    #[cfg(feature = "rpc")]
+    rpc: Mutex<Option<std::sync::Arc<crate::rpc::server::RpcServer>>>,
+    /// Whether `rpc` is set; read on every launch without taking the lock.
+    #[cfg(feature = "rpc")]
+    has_rpc: std::sync::atomic::AtomicBool,
 }
 
 impl Device {
@@ -54,7 +79,19 @@ impl Device {
             allocations: Mutex::new(AddressMap::default()),
             queues: Pool::new("queue"),
             events: Pool::new("event"),
+            #[cfg(feature = "rpc")]
+            rpc: Mutex::new(None),
+            #[cfg(feature = "rpc")]
+            has_rpc: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether kernels of this device may call the host.
+    fn uses_rpc(&self) -> bool {
+        #[cfg(feature = "rpc")]
+        return self.has_rpc.load(Ordering::Acquire);
+        #[cfg(not(feature = "rpc"))]
+        false
     }
 
     fn queue(&self, async_info: &AsyncInfo) -> Result<Option<&'static QueueSlot>> {
@@ -187,9 +224,7 @@ impl Plugin {
         let backend = self.backend()?;
         backend.init_device(device.index)?;
         device.queues.prefill(self.config.initial_queues, || {
-            Ok(QueueSlot {
-                queue: backend.create_queue(device.index)?,
-            })
+            Ok(QueueSlot::new(backend.create_queue(device.index)?))
         })?;
         device.events.prefill(self.config.initial_events, || {
             Ok(EventSlot {
@@ -216,6 +251,7 @@ impl Plugin {
         }
         let module = self.backend()?.load_module(device.index, bytes)?;
         let mut loaded = image::build(image_start, host_entries, module)?;
+        self.attach_rpc(device, &*loaded.module)?;
         {
             let mut kernels = device.kernels.write().unwrap_or_else(PoisonError::into_inner);
             for &kernel in &loaded.kernels {
@@ -321,11 +357,9 @@ impl Plugin {
             Some(info) => match device.queue(info)? {
                 Some(queue) => Some(queue),
                 None if nowait => {
-                    let queue = device.queues.acquire(|| {
-                        Ok(QueueSlot {
-                            queue: backend.create_queue(device.index)?,
-                        })
-                    })?;
+                    let queue = device
+                        .queues
+                        .acquire(|| Ok(QueueSlot::new(backend.create_queue(device.index)?)))?;
                     info.queue = queue as *const QueueSlot as *mut c_void;
                     Some(queue)
                 }
@@ -352,6 +386,19 @@ impl Plugin {
                 ),
             );
         }
+        #[cfg(feature = "rpc")]
+        let _serving = if device.uses_rpc() {
+            let guard = crate::rpc::service::kernel_running();
+            match queue {
+                Some(queue) => {
+                    lock(&queue.rpc_kernels).push(guard);
+                    None
+                }
+                None => Some(guard),
+            }
+        } else {
+            None
+        };
         // SAFETY: `kernel` is a registered kernel of this device, so `function` is its handle; the
         // arguments are forwarded from this function's contract.
         unsafe { backend.launch(device.index, kernel.function, args, bounds, queue.map(|q| &*q.queue)) }
@@ -363,7 +410,11 @@ impl Plugin {
         let Some(queue) = device.queue(async_info)? else {
             return Ok(());
         };
+        if device.uses_rpc() {
+            self.serve_while_waiting(queue)?;
+        }
         let result = queue.queue.synchronize();
+        queue.finished();
         device.queues.release(async_info.queue as usize)?;
         async_info.queue = std::ptr::null_mut();
         result
@@ -376,6 +427,7 @@ impl Plugin {
             return Ok(());
         };
         if queue.queue.is_idle()? {
+            queue.finished();
             device.queues.release(async_info.queue as usize)?;
             async_info.queue = std::ptr::null_mut();
         }
@@ -451,8 +503,110 @@ impl Plugin {
         Ok(lines)
     }
 
+    /// Serves the device's host calls while `queue` still has work, as a thread waiting in
+    /// `synchronize` should: the work may be waiting for one of them.
+    fn serve_while_waiting(&self, queue: &QueueSlot) -> Result<()> {
+        #[cfg(feature = "rpc")]
+        while !queue.queue.is_idle()? {
+            if !crate::rpc::service::serve_all_once() {
+                std::thread::yield_now();
+            }
+        }
+        #[cfg(not(feature = "rpc"))]
+        let _ = queue;
+        Ok(())
+    }
+
+    /// Sets up host services for an image that exports `__llvm_libc_rpc_client`: the device's server
+    /// (made by the first such image) and the image's client pointer, which all images of a device
+    /// share so that their port locks agree.
+    #[cfg(feature = "rpc")]
+    fn attach_rpc(&self, device: &Device, module: &dyn backend::Module) -> Result<()> {
+        use crate::rpc::{server::RpcServer, service, CLIENT_SYMBOL};
+        let Ok(symbol) = module.global(CLIENT_SYMBOL) else {
+            return Ok(());
+        };
+        let backend = self.backend()?;
+        let mut slot = lock(&device.rpc);
+        let server = match &*slot {
+            Some(server) => std::sync::Arc::clone(server),
+            None => {
+                let ports = self
+                    .config
+                    .rpc_ports
+                    .unwrap_or_else(|| backend.rpc_default_ports(device.index));
+                let memory = backend.rpc_memory(device.index)?;
+                let server = RpcServer::new(device.index, ports, backend.rpc_lane_size(), memory)?;
+                log::device_info(
+                    device.index,
+                    format_args!(
+                        "host services ready: {} RPC ports of {} lane(s)",
+                        server.ports(),
+                        server.lane_size()
+                    ),
+                );
+                *slot = Some(std::sync::Arc::clone(&server));
+                server
+            }
+        };
+        match server.client_address() {
+            None => {
+                let mut client: u64 = 0;
+                // SAFETY: `symbol` is the device address of an 8-byte pointer in the loaded image, and
+                // `client` is 8 writable bytes.
+                unsafe { backend.copy(device.index, (&mut client as *mut u64).cast(), symbol, 8, None)? };
+                if client == 0 {
+                    return Err(Error::BadImage(format!(
+                        "{} in the image is NULL",
+                        CLIENT_SYMBOL.to_string_lossy()
+                    )));
+                }
+                let bytes = server.client_bytes();
+                // SAFETY: the image's client object is where its `__llvm_libc_rpc_client` points, and is
+                // the size of libc's client, which the same library reports.
+                unsafe {
+                    backend.copy(
+                        device.index,
+                        client as *mut c_void,
+                        bytes.as_ptr().cast(),
+                        bytes.len(),
+                        None,
+                    )?
+                };
+                server.set_client_address(client as usize);
+            }
+            Some(shared) => {
+                let shared = shared as u64;
+                // SAFETY: `symbol` is an 8-byte pointer in the loaded image.
+                unsafe { backend.copy(device.index, symbol, (&shared as *const u64).cast(), 8, None)? };
+            }
+        }
+        if !device.uses_rpc() {
+            service::add_server(server);
+            device.has_rpc.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "rpc"))]
+    fn attach_rpc(&self, device: &Device, module: &dyn backend::Module) -> Result<()> {
+        if module.global(crate::rpc::CLIENT_SYMBOL).is_ok() {
+            log::device_info(
+                device.index,
+                "the image asks for host services, but this omprpc was built without them (feature `rpc`)",
+            );
+        }
+        Ok(())
+    }
+
     /// Waits for all outstanding work on every device, so that nothing runs after the program's end.
     pub fn drain(&self) -> Result<()> {
+        #[cfg(feature = "rpc")]
+        if crate::rpc::server::this_thread_is_serving() {
+            // A device called `exit`, and libc's server is ending the process from this thread; the
+            // kernel that called it never returns, so waiting for it would hang.
+            return Ok(());
+        }
         let mut first_error = None;
         for device in &self.devices {
             for slot in device.queues.in_use() {

@@ -130,7 +130,11 @@ pub fn build_program(file: &str) -> PathBuf {
     if cxx {
         cmd.arg("-std=c++17");
     }
-    cmd.arg("-I").arg(root().join("c_tests")).arg(&src).arg("-o").arg(&exe);
+    cmd.arg("-I")
+        .arg(root().join("c_tests"))
+        .arg("-I")
+        .arg(root().join("include"));
+    cmd.arg(&src).arg("-o").arg(&exe);
     let out = cmd.output().expect("running clang-16");
     assert!(
         out.status.success(),
@@ -151,7 +155,11 @@ pub enum Plugin {
     Stock,
 }
 
-/// Runs `exe` with `args` through `plugin`, with extra environment `env`.
+/// Longest a test program may run before it counts as hung and is killed.
+pub const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs `exe` with `args` through `plugin`, with extra environment `env`; a run that outlasts
+/// [`RUN_LIMIT`] is killed and fails the test as a hang.
 pub fn run(exe: &Path, args: &[&str], plugin: Plugin, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
     cmd.args(args);
@@ -169,8 +177,44 @@ pub fn run(exe: &Path, args: &[&str], plugin: Plugin, env: &[(&str, &str)]) -> O
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()))
+    run_with_limit(cmd, RUN_LIMIT)
+}
+
+/// Runs `cmd` to completion, killing it after `limit`; output goes through files so that a full pipe
+/// can never stall it.
+pub fn run_with_limit(mut cmd: Command, limit: std::time::Duration) -> Output {
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch().join("runs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_path = dir.join(format!("{}-{n}.out", std::process::id()));
+    let err_path = dir.join(format!("{}-{n}.err", std::process::id()));
+    cmd.stdin(std::process::Stdio::null());
+    cmd.stdout(std::fs::File::create(&out_path).unwrap());
+    cmd.stderr(std::fs::File::create(&err_path).unwrap());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+            let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+            panic!("{cmd:?} hung: killed after {limit:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let output = Output {
+        status,
+        stdout: std::fs::read(&out_path).unwrap_or_default(),
+        stderr: std::fs::read(&err_path).unwrap_or_default(),
+    };
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    output
 }
 
 /// The plugin paths a c_tests program listed on stderr at exit.

@@ -7,11 +7,13 @@ pub mod queue;
 
 use std::ffi::{c_void, CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
 
 use self::queue::{HostEvent, HostQueue};
 use super::{AllocKind, Backend, Event, LaunchBounds, Module, Queue};
 use crate::plugin::config::BackendKind;
 use crate::plugin::error::{Error, Result};
+use crate::rpc::DeviceMemory;
 
 /// The host backend: `devices` independent copies of every image in one address space.
 pub struct HostBackend {
@@ -142,6 +144,21 @@ impl Backend for HostBackend {
         Ok(())
     }
 
+    fn rpc_lane_size(&self) -> u32 {
+        1
+    }
+
+    fn rpc_default_ports(&self, _device: usize) -> u32 {
+        // Every hardware thread may run a device thread that waits on a port; twice that leaves room,
+        // and the server's pass over the ports stays short.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        (threads * 2).next_power_of_two().clamp(16, 256)
+    }
+
+    fn rpc_memory(&self, _device: usize) -> Result<Arc<dyn DeviceMemory>> {
+        Ok(Arc::new(HostMemory))
+    }
+
     fn describe_device(&self, device: usize) -> Vec<(&'static str, String)> {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let model = cpuinfo
@@ -170,6 +187,39 @@ impl Backend for HostBackend {
             ("Memory", memory),
             ("Memory shared with the host", "yes (same address space)".into()),
         ]
+    }
+}
+
+/// Host memory for the RPC server: the device is this process, so every allocation is shared.
+struct HostMemory;
+
+impl DeviceMemory for HostMemory {
+    fn alloc(&self, size: usize) -> Result<*mut c_void> {
+        // SAFETY: malloc has no preconditions; null is handled.
+        let ptr = unsafe { libc::malloc(size) };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory { size });
+        }
+        Ok(ptr)
+    }
+
+    unsafe fn free(&self, ptr: *mut c_void) {
+        // SAFETY: per the trait's contract, `ptr` came from `alloc`.
+        unsafe { libc::free(ptr) }
+    }
+
+    fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
+        // SAFETY: calloc has no preconditions and returns zeroed memory, as the mailbox must be.
+        let ptr = unsafe { libc::calloc(1, size) };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory { size });
+        }
+        Ok(ptr)
+    }
+
+    unsafe fn free_shared(&self, ptr: *mut c_void) {
+        // SAFETY: per the trait's contract, `ptr` came from `alloc_shared`.
+        unsafe { libc::free(ptr) }
     }
 }
 

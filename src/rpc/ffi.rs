@@ -1,0 +1,93 @@
+//! Raw bindings to LLVM 19.1 libc's RPC server (`llvmlibc_rpc_server.h`), typed by hand from the
+//! header. Only `rpc::server` calls these.
+
+use std::ffi::c_void;
+
+/// `rpc_status_t`.
+pub type Status = u32;
+/// The call succeeded.
+pub const STATUS_SUCCESS: Status = 0x0;
+/// A generic failure.
+pub const STATUS_ERROR: Status = 0x1000;
+/// A port asked for an opcode with no handler; that port stays locked.
+pub const STATUS_UNHANDLED_OPCODE: Status = 0x1001;
+/// The lane size is not 1, 32 or 64.
+pub const STATUS_INVALID_LANE_SIZE: Status = 0x1002;
+
+/// Largest port count the 19.1 protocol supports.
+pub const MAX_PORTS: u64 = 4096;
+
+/// `rpc_port_t`: a port being served, valid only inside a callback.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Port {
+    /// Opaque pointer to the server's port.
+    pub handle: u64,
+    /// Lanes of the device (1 for a CPU client).
+    pub lane_size: u32,
+}
+
+/// `rpc_buffer_t`: one lane's 64-byte packet.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Buffer {
+    /// The packet's words.
+    pub data: [u64; 8],
+}
+
+/// `rpc_device_t`: a server instance.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Device {
+    /// Opaque pointer to the server's state.
+    pub handle: usize,
+}
+
+/// Allocates the shared buffer (and `recv_n` buffers).
+pub type AllocFn = unsafe extern "C" fn(size: u64, data: *mut c_void) -> *mut c_void;
+/// Frees the shared buffer.
+pub type FreeFn = unsafe extern "C" fn(ptr: *mut c_void, data: *mut c_void);
+/// Serves one opcode on `port`.
+pub type OpcodeCallback = unsafe extern "C" fn(port: Port, data: *mut c_void);
+/// Reads or fills one lane's packet.
+pub type PortCallback = unsafe extern "C" fn(buffer: *mut Buffer, data: *mut c_void);
+
+#[cfg(feature = "rpc")]
+extern "C" {
+    pub fn rpc_server_init(
+        device: *mut Device,
+        num_ports: u64,
+        lane_size: u32,
+        alloc: AllocFn,
+        data: *mut c_void,
+    ) -> Status;
+    pub fn rpc_server_shutdown(device: Device, dealloc: FreeFn, data: *mut c_void) -> Status;
+    pub fn rpc_handle_server(device: Device) -> Status;
+    pub fn rpc_register_callback(device: Device, opcode: u16, callback: OpcodeCallback, data: *mut c_void) -> Status;
+    pub fn rpc_get_client_buffer(device: Device) -> *const c_void;
+    pub fn rpc_get_client_size() -> u64;
+    pub fn rpc_send(port: Port, callback: PortCallback, data: *mut c_void);
+    pub fn rpc_send_n(port: Port, src: *const *const c_void, size: *mut u64);
+    pub fn rpc_recv(port: Port, callback: PortCallback, data: *mut c_void);
+    pub fn rpc_recv_n(port: Port, dst: *mut *mut c_void, size: *mut u64, alloc: AllocFn, data: *mut c_void);
+    pub fn rpc_recv_and_send(port: Port, callback: PortCallback, data: *mut c_void);
+}
+
+/// Opcodes of the 19.1 protocol that the plugin refers to.
+pub mod opcode {
+    /// `exit(status)` on the device.
+    pub const EXIT: u16 = 1;
+    /// `malloc` on the device, served by the plugin.
+    pub const MALLOC: u16 = 10;
+    /// `free` on the device, served by the plugin.
+    pub const FREE: u16 = 11;
+    /// `abort()` on the device.
+    pub const ABORT: u16 = 13;
+    /// First opcode free for users.
+    pub const FIRST_USER: u16 = 0x8000;
+
+    /// Whether libc's server handles `op` itself (such opcodes cannot be overridden).
+    pub fn is_built_in(op: u16) -> bool {
+        op <= 27 && op != MALLOC && op != FREE
+    }
+}

@@ -1,0 +1,191 @@
+//! User opcodes: handlers registered by the host program (through `omprpc_register_handler`) and the
+//! dispatch from libc's server to them.
+//!
+//! libc's callback map is not locked, so every server gets one dispatch callback per user opcode,
+//! installed while nobody serves that server; the handlers themselves live here, behind a lock, and
+//! may be registered before or after devices start.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock, Weak};
+
+use super::ffi::{self, opcode};
+use super::server::{this_thread_is_serving, RpcServer};
+use crate::plugin::error::{Error, Result};
+use crate::plugin::log;
+
+/// A handler as C registers it: called with the port being served and the user's data pointer.
+pub type HandlerFn = unsafe extern "C" fn(port: *mut c_void, user_data: *mut c_void);
+
+#[derive(Clone, Copy)]
+struct Handler {
+    function: HandlerFn,
+    user_data: usize,
+}
+
+static REGISTRY: LazyLock<RwLock<HashMap<u16, Handler>>> = LazyLock::new(Default::default);
+static SERVERS: LazyLock<Mutex<Vec<Weak<RpcServer>>>> = LazyLock::new(Default::default);
+
+/// Installs every registered user opcode in a new `server` and keeps it for later registrations.
+pub fn attach(server: &Arc<RpcServer>) -> Result<()> {
+    let mut servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
+    let opcodes: Vec<u16> = REGISTRY
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .keys()
+        .copied()
+        .collect();
+    for op in opcodes {
+        server.install_user_opcode(op)?;
+    }
+    servers.retain(|s| s.strong_count() > 0);
+    servers.push(Arc::downgrade(server));
+    Ok(())
+}
+
+/// Registers `function` for user opcode `op` on every device, present and future.
+pub fn register(op: u16, function: HandlerFn, user_data: *mut c_void) -> Result<()> {
+    if op < opcode::FIRST_USER {
+        return Err(Error::InvalidArg(format!(
+            "opcode {op:#06x} is reserved; user opcodes are 0x8000 to 0xffff"
+        )));
+    }
+    if this_thread_is_serving() {
+        return Err(Error::InvalidArg(
+            "a handler cannot be registered from inside a handler".into(),
+        ));
+    }
+    let servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
+    REGISTRY.write().unwrap_or_else(PoisonError::into_inner).insert(
+        op,
+        Handler {
+            function,
+            user_data: user_data as usize,
+        },
+    );
+    for server in servers.iter().filter_map(Weak::upgrade) {
+        server.install_user_opcode(op)?;
+    }
+    Ok(())
+}
+
+/// Whether a handler is registered for `op`.
+pub fn is_registered(op: u16) -> bool {
+    REGISTRY
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains_key(&op)
+}
+
+/// libc's callback for every user opcode; `data` carries the opcode.
+///
+/// # Safety
+/// Called by libc's server with the port it is serving.
+pub unsafe extern "C" fn dispatch(port: ffi::Port, data: *mut c_void) {
+    let op = data as usize as u16;
+    let handler = catch_unwind(|| {
+        REGISTRY
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&op)
+            .copied()
+    })
+    .ok()
+    .flatten();
+    let Some(handler) = handler else {
+        log::error(format_args!(
+            "host service opcode {op:#06x} lost its handler; ending the program"
+        ));
+        // SAFETY: see `RpcServer::unhandled_opcode`.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(1)
+        }
+    };
+    let mut port = port;
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the handler was registered for this opcode with this user data; the port is valid for
+        // the duration of the call.
+        unsafe { (handler.function)((&mut port as *mut ffi::Port).cast(), handler.user_data as *mut c_void) }
+    }));
+}
+
+/// Receives one packet per active lane into `packets` (lane order); returns how many.
+///
+/// # Safety
+/// `port` is the port passed to a running handler; `packets` has room for `port.lane_size` packets.
+pub unsafe fn recv(port: &ffi::Port, packets: *mut ffi::Buffer) -> u32 {
+    let mut cursor = Cursor { packets, count: 0 };
+    unsafe extern "C" fn take(buffer: *mut ffi::Buffer, data: *mut c_void) {
+        // SAFETY: `data` is the cursor below, `buffer` a live packet; the cursor stays within
+        // `lane_size` packets because libc calls this once per active lane.
+        unsafe {
+            let cursor = &mut *data.cast::<Cursor>();
+            *cursor.packets.add(cursor.count as usize) = *buffer;
+            cursor.count += 1;
+        }
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { ffi::rpc_recv(*port, take, (&mut cursor as *mut Cursor).cast()) };
+    cursor.count
+}
+
+/// Sends `packets` to the active lanes (lane order); returns how many.
+///
+/// # Safety
+/// As for [`recv`], with `packets` readable.
+pub unsafe fn send(port: &ffi::Port, packets: *const ffi::Buffer) -> u32 {
+    let mut cursor = Cursor {
+        packets: packets.cast_mut(),
+        count: 0,
+    };
+    unsafe extern "C" fn fill(buffer: *mut ffi::Buffer, data: *mut c_void) {
+        // SAFETY: as in `recv`.
+        unsafe {
+            let cursor = &mut *data.cast::<Cursor>();
+            *buffer = *cursor.packets.add(cursor.count as usize);
+            cursor.count += 1;
+        }
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { ffi::rpc_send(*port, fill, (&mut cursor as *mut Cursor).cast()) };
+    cursor.count
+}
+
+struct Cursor {
+    packets: *mut ffi::Buffer,
+    count: u32,
+}
+
+unsafe extern "C" fn malloc_for_recv_n(size: u64, _data: *mut c_void) -> *mut c_void {
+    // SAFETY: malloc has no preconditions; the handler frees the result with free().
+    unsafe { libc::malloc((size as usize).max(1)) }
+}
+
+/// Receives a byte string per lane into `data`/`sizes` (`lane_size` entries each, lane-indexed).
+///
+/// # Safety
+/// As for [`recv`]; `data` and `sizes` hold `lane_size` writable entries.
+pub unsafe fn recv_n(port: &ffi::Port, data: *mut *mut c_void, sizes: *mut u64) {
+    // SAFETY: forwarded from this function's contract; the allocator matches the callback type.
+    unsafe {
+        for lane in 0..port.lane_size as usize {
+            *data.add(lane) = std::ptr::null_mut();
+            *sizes.add(lane) = 0;
+        }
+        ffi::rpc_recv_n(*port, data, sizes, malloc_for_recv_n, std::ptr::null_mut())
+    }
+}
+
+/// Sends a byte string per lane from `data`/`sizes` (`lane_size` entries each, lane-indexed).
+///
+/// # Safety
+/// As for [`recv`]; `data` and `sizes` hold `lane_size` readable entries.
+pub unsafe fn send_n(port: &ffi::Port, data: *const *const c_void, sizes: *const u64) {
+    // SAFETY: forwarded from this function's contract; libc only reads `size` despite its type.
+    unsafe {
+        let mut sizes: Vec<u64> = std::slice::from_raw_parts(sizes, port.lane_size as usize).to_vec();
+        ffi::rpc_send_n(*port, data, sizes.as_mut_ptr())
+    }
+}

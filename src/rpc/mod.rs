@@ -1,0 +1,43 @@
+//! Host services for device code: LLVM libc's RPC server (19.1) wrapped safely, the plugin's own
+//! handlers (MALLOC, FREE and user opcodes), and the thread that serves every device.
+//!
+//! Device code reaches the host through a shared-memory mailbox. A device image that wants host
+//! services exports `__llvm_libc_rpc_client`; when such an image is loaded, the device gets a server
+//! ([`server::RpcServer`]) and the image's client is pointed at it. [`service`] then serves it while
+//! any kernel that may call it is running.
+
+pub mod ffi;
+#[cfg(feature = "rpc")]
+pub mod handlers;
+#[cfg(feature = "rpc")]
+pub mod server;
+#[cfg(feature = "rpc")]
+pub mod service;
+
+use std::ffi::c_void;
+
+use crate::plugin::error::Result;
+
+/// The name of the symbol through which a device image asks for host services.
+pub const CLIENT_SYMBOL: &std::ffi::CStr = c"__llvm_libc_rpc_client";
+
+/// Memory of one device as the RPC server needs it.
+pub trait DeviceMemory: Send + Sync {
+    /// Device memory for the device's `malloc`.
+    fn alloc(&self, size: usize) -> Result<*mut c_void>;
+    /// Frees what `alloc` returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc` and was not freed since.
+    unsafe fn free(&self, ptr: *mut c_void);
+    /// Zeroed memory that the host and the device see at one address, for the mailbox.
+    fn alloc_shared(&self, size: usize) -> Result<*mut c_void>;
+    /// Frees what `alloc_shared` returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_shared` and was not freed since.
+    unsafe fn free_shared(&self, ptr: *mut c_void);
+}
+
+/// Whether this build serves host services (the `rpc` cargo feature).
+pub const AVAILABLE: bool = cfg!(feature = "rpc");

@@ -1,0 +1,342 @@
+//! One device's RPC server: owns libc's `rpc_device_t` and the shared mailbox, serves MALLOC and FREE
+//! through the device's allocator, routes user opcodes to the handlers registered with
+//! [`super::handlers`], and turns a request nobody handles into a clear error instead of a hang.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use super::ffi::{self, opcode};
+use super::{handlers, DeviceMemory};
+use crate::plugin::address_map::AddressSet;
+use crate::plugin::error::{Error, Result};
+use crate::plugin::log;
+
+thread_local! {
+    /// Set while this thread is inside `rpc_handle_server`. libc's server calls `exit` from the
+    /// serving thread for a device `exit`, so teardown code can ask this to avoid waiting on work
+    /// that will never finish.
+    static SERVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is serving RPC right now (see [`SERVING`]).
+pub fn this_thread_is_serving() -> bool {
+    SERVING.with(Cell::get)
+}
+
+/// What the MALLOC and FREE callbacks need; boxed so that libc can hold a pointer to it.
+struct CallbackState {
+    device: usize,
+    memory: Arc<dyn DeviceMemory>,
+    /// Blocks handed out by the device's `malloc`, so that a bad `free` is refused, not obeyed.
+    blocks: Mutex<AddressSet>,
+}
+
+/// The RPC server of one device.
+pub struct RpcServer {
+    device: usize,
+    raw: ffi::Device,
+    ports: u32,
+    lane_size: u32,
+    /// Start of the shared mailbox (host address).
+    mailbox: *mut u8,
+    memory: Arc<dyn DeviceMemory>,
+    callbacks: Box<CallbackState>,
+    /// Serving holds it shared; adding a callback to libc's (unlocked) map holds it exclusively.
+    gate: RwLock<()>,
+    /// Device address of the client object the device's images use, once written.
+    client_address: Mutex<Option<usize>>,
+}
+
+// SAFETY: `raw` and `mailbox` refer to memory owned by this server for its whole life; libc's server
+// allows several threads to serve one device (per-port locks), and its callback map is only changed
+// under `gate` held exclusively, when no thread is serving.
+unsafe impl Send for RpcServer {}
+// SAFETY: see `Send`.
+unsafe impl Sync for RpcServer {}
+
+struct MailboxRequest {
+    memory: Arc<dyn DeviceMemory>,
+    result: Option<Result<*mut c_void>>,
+}
+
+unsafe extern "C" fn alloc_mailbox(size: u64, data: *mut c_void) -> *mut c_void {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the `MailboxRequest` that `RpcServer::new` passed to `rpc_server_init`.
+        let request = unsafe { &mut *data.cast::<MailboxRequest>() };
+        let result = request.memory.alloc_shared(size as usize);
+        let ptr = *result.as_ref().unwrap_or(&std::ptr::null_mut());
+        request.result = Some(result);
+        ptr
+    }));
+    outcome.unwrap_or(std::ptr::null_mut())
+}
+
+unsafe extern "C" fn free_mailbox(ptr: *mut c_void, data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the server's `DeviceMemory` trait object pointer passed by `shutdown`.
+        let memory = unsafe { &*data.cast::<Arc<dyn DeviceMemory>>() };
+        // SAFETY: libc hands back the mailbox it got from `alloc_mailbox`.
+        unsafe { memory.free_shared(ptr) };
+    }));
+}
+
+/// Serves MALLOC: the client sends the size, and receives the pointer.
+unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
+    unsafe extern "C" fn fill(buffer: *mut ffi::Buffer, data: *mut c_void) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: `data` is the server's `CallbackState`; `buffer` is a live packet of this port.
+            let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &mut *buffer) };
+            let size = buffer.data[0] as usize;
+            let ptr = match state.memory.alloc(size.max(1)) {
+                Ok(ptr) => {
+                    state
+                        .blocks
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(ptr as usize);
+                    ptr
+                }
+                Err(e) => {
+                    log::device_info(state.device, format_args!("device malloc({size}) failed: {e}"));
+                    std::ptr::null_mut()
+                }
+            };
+            buffer.data[0] = ptr as u64;
+        }));
+    }
+    // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
+    unsafe { ffi::rpc_recv_and_send(port, fill, data) };
+}
+
+/// Serves FREE: the client sends the pointer; no reply.
+unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
+    unsafe extern "C" fn take(buffer: *mut ffi::Buffer, data: *mut c_void) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: as in `serve_malloc`.
+            let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &*buffer) };
+            let ptr = buffer.data[0] as usize;
+            if ptr == 0 {
+                return;
+            }
+            let known = state.blocks.lock().unwrap_or_else(PoisonError::into_inner).remove(&ptr);
+            if known {
+                // SAFETY: `ptr` was handed out by this server's MALLOC and not freed since.
+                unsafe { state.memory.free(ptr as *mut c_void) };
+            } else {
+                log::error(format_args!(
+                    "device {}: free({ptr:#x}) of memory the device's malloc did not return; ignored",
+                    state.device
+                ));
+            }
+        }));
+    }
+    // SAFETY: as in `serve_malloc`.
+    unsafe { ffi::rpc_recv(port, take, data) };
+}
+
+fn check(call: &'static str, status: ffi::Status) -> Result<()> {
+    if status == ffi::STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Os {
+            call,
+            detail: format!("LLVM libc's RPC server returned status {status:#x}"),
+        })
+    }
+}
+
+impl RpcServer {
+    /// Creates the server of `device` with `ports` ports of `lane_size` lanes, its mailbox from
+    /// `memory`, MALLOC/FREE and every registered user opcode installed.
+    pub fn new(device: usize, ports: u32, lane_size: u32, memory: Arc<dyn DeviceMemory>) -> Result<Arc<RpcServer>> {
+        if ports == 0 || u64::from(ports) > ffi::MAX_PORTS {
+            return Err(Error::InvalidArg(format!(
+                "{ports} RPC ports is not from 1 to {}",
+                ffi::MAX_PORTS
+            )));
+        }
+        let mut request = MailboxRequest {
+            memory: Arc::clone(&memory),
+            result: None,
+        };
+        let mut raw = ffi::Device::default();
+        // SAFETY: `raw` is writable, `alloc_mailbox` matches the callback type and `request` outlives
+        // the call, which is the only time libc uses it.
+        let status = unsafe {
+            ffi::rpc_server_init(
+                &mut raw,
+                u64::from(ports),
+                lane_size,
+                alloc_mailbox,
+                (&mut request as *mut MailboxRequest).cast(),
+            )
+        };
+        if let Some(Err(e)) = request.result {
+            return Err(e);
+        }
+        check("rpc_server_init", status)?;
+        let Some(Ok(mailbox)) = request.result else {
+            return Err(Error::Os {
+                call: "rpc_server_init",
+                detail: "the server did not allocate its mailbox".into(),
+            });
+        };
+        let callbacks = Box::new(CallbackState {
+            device,
+            memory: Arc::clone(&memory),
+            blocks: Mutex::new(AddressSet::default()),
+        });
+        let server = Arc::new(RpcServer {
+            device,
+            raw,
+            ports,
+            lane_size,
+            mailbox: mailbox.cast(),
+            memory,
+            callbacks,
+            gate: RwLock::new(()),
+            client_address: Mutex::new(None),
+        });
+        let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
+        server.register(opcode::MALLOC, serve_malloc, state)?;
+        server.register(opcode::FREE, serve_free, state)?;
+        handlers::attach(&server)?;
+        Ok(server)
+    }
+
+    /// The device this server belongs to.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// Number of ports.
+    pub fn ports(&self) -> u32 {
+        self.ports
+    }
+
+    /// Lanes per port.
+    pub fn lane_size(&self) -> u32 {
+        self.lane_size
+    }
+
+    /// Installs `callback` for `op` in libc's map, waiting until no thread is serving.
+    fn register(&self, op: u16, callback: ffi::OpcodeCallback, data: *mut c_void) -> Result<()> {
+        let _exclusive = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: `raw` is a live server; no thread is inside `rpc_handle_server` while `gate` is held
+        // exclusively, so libc's unlocked map is not read concurrently; `data` lives as long as `self`.
+        check("rpc_register_callback", unsafe {
+            ffi::rpc_register_callback(self.raw, op, callback, data)
+        })
+    }
+
+    /// Routes user opcode `op` to [`handlers::dispatch`].
+    pub fn install_user_opcode(&self, op: u16) -> Result<()> {
+        self.register(op, handlers::dispatch, usize::from(op) as *mut c_void)
+    }
+
+    /// The 552-byte client object to copy to the device, pointing at this server's mailbox.
+    pub fn client_bytes(&self) -> Vec<u8> {
+        // SAFETY: `raw` is a live server; the size comes from the same library.
+        unsafe {
+            let size = ffi::rpc_get_client_size() as usize;
+            let ptr = ffi::rpc_get_client_buffer(self.raw).cast::<u8>();
+            std::slice::from_raw_parts(ptr, size).to_vec()
+        }
+    }
+
+    /// Device address of the client object that this device's images share, once set.
+    pub fn client_address(&self) -> Option<usize> {
+        *self.client_address.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records where the client object lives on the device.
+    pub fn set_client_address(&self, addr: usize) {
+        *self.client_address.lock().unwrap_or_else(PoisonError::into_inner) = Some(addr);
+    }
+
+    fn mailbox_word(&self, index: usize) -> u32 {
+        // SAFETY: `index < 2 * ports`, inside the mailbox arrays at the start of the shared buffer,
+        // which lives as long as `self`; the words are only ever accessed atomically.
+        unsafe { (*self.mailbox.cast::<AtomicU32>().add(index)).load(Ordering::Acquire) }
+    }
+
+    /// Whether port `i` holds a request waiting for the server.
+    fn pending(&self, i: usize) -> bool {
+        // [0, N) is written by the server, [N, 2N) by the client; they differ while the server owns
+        // the port.
+        self.mailbox_word(i) != self.mailbox_word(self.ports as usize + i)
+    }
+
+    /// The opcode in port `i`'s header.
+    fn opcode_of(&self, i: usize) -> u16 {
+        let header = 8 * self.ports as usize + 16 * i;
+        // SAFETY: the headers follow the two mailbox arrays (offset 8N, 16 bytes each, opcode at +8).
+        unsafe { std::ptr::read_volatile(self.mailbox.add(header + 8).cast::<u16>()) }
+    }
+
+    /// Serves every waiting request once. Returns whether there was any.
+    pub fn serve_once(&self) -> bool {
+        if !(0..self.ports as usize).any(|i| self.pending(i)) {
+            return false;
+        }
+        let status = {
+            let _shared = self.gate.read().unwrap_or_else(PoisonError::into_inner);
+            SERVING.with(|s| s.set(true));
+            // SAFETY: `raw` is a live server; libc serializes ports with its own locks.
+            let status = unsafe { ffi::rpc_handle_server(self.raw) };
+            SERVING.with(|s| s.set(false));
+            status
+        };
+        match status {
+            ffi::STATUS_SUCCESS => {}
+            ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(),
+            other => log::error(format_args!(
+                "device {}: LLVM libc's RPC server failed with status {other:#x}",
+                self.device
+            )),
+        }
+        true
+    }
+
+    /// A device asked for an opcode nobody handles: libc leaves that port locked and the device
+    /// thread would wait forever. Say which opcode, flush what was written, and end the program.
+    fn unhandled_opcode(&self) -> ! {
+        let unknown = (0..self.ports as usize)
+            .filter(|&i| self.pending(i))
+            .map(|i| self.opcode_of(i))
+            .find(|&op| {
+                !opcode::is_built_in(op) && op != opcode::MALLOC && op != opcode::FREE && !handlers::is_registered(op)
+            });
+        let what = unknown.map_or_else(|| "an opcode".to_string(), |op| format!("opcode {op:#06x}"));
+        log::error(format_args!(
+            "device {} called host service {what}, which has no handler; register one with \
+             omprpc_register_handler (user opcodes start at 0x8000) before the kernel calls it. Ending the program.",
+            self.device
+        ));
+        // SAFETY: fflush(NULL) flushes every output stream; _exit ends the process without running
+        // teardown that could wait for the device thread that now waits forever.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(1)
+        }
+    }
+
+    /// Frees the server and its mailbox. Only for servers no thread serves any more.
+    pub fn shutdown(self: Arc<Self>) -> Result<()> {
+        let server = Arc::try_unwrap(self).map_err(|_| Error::InvalidArg("the RPC server is still in use".into()))?;
+        let memory = Arc::clone(&server.memory);
+        // SAFETY: no other reference to the server exists, so nothing serves it; `free_mailbox`
+        // matches the callback type and `memory` outlives the call.
+        let status = unsafe {
+            ffi::rpc_server_shutdown(
+                server.raw,
+                free_mailbox,
+                (&memory as *const Arc<dyn DeviceMemory>).cast_mut().cast(),
+            )
+        };
+        check("rpc_server_shutdown", status)
+    }
+}

@@ -1,0 +1,110 @@
+//! The thread that serves every device with an RPC server. It polls while any kernel that may call
+//! the host is running, backing off from spinning to short sleeps when nothing comes, and sleeps on a
+//! condition variable, using no CPU, when no such kernel runs. It starts with the first server, so a
+//! program that never uses host services never has it.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, Once, PoisonError, RwLock};
+use std::time::Duration;
+
+use super::server::RpcServer;
+use crate::plugin::log;
+
+struct Service {
+    servers: RwLock<Vec<Arc<RpcServer>>>,
+    /// Kernels running on devices with a server.
+    active: AtomicUsize,
+    sleep: Mutex<()>,
+    wake: Condvar,
+    started: Once,
+}
+
+static SERVICE: LazyLock<Service> = LazyLock::new(|| Service {
+    servers: RwLock::new(Vec::new()),
+    active: AtomicUsize::new(0),
+    sleep: Mutex::new(()),
+    wake: Condvar::new(),
+    started: Once::new(),
+});
+
+/// Spinning rounds with nothing to serve before the thread starts yielding, then sleeping.
+const SPIN_ROUNDS: u32 = 4000;
+const YIELD_ROUNDS: u32 = 8000;
+/// Longest sleep between polls while kernels run, bounding the latency of a first call after a lull.
+const MAX_NAP: Duration = Duration::from_micros(500);
+
+/// Adds `server` to those served, starting the thread on first use.
+pub fn add_server(server: Arc<RpcServer>) {
+    SERVICE
+        .servers
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(server);
+    SERVICE.started.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("omprpc-rpc".into())
+            .spawn(serve_forever);
+        if let Err(e) = spawned {
+            log::error(format_args!(
+                "cannot start the RPC server thread: {e}; device host calls will hang"
+            ));
+        }
+    });
+}
+
+/// Marks a kernel that may call the host as running until the guard is dropped.
+pub fn kernel_running() -> KernelGuard {
+    if SERVICE.active.fetch_add(1, Ordering::SeqCst) == 0 {
+        let _lock = SERVICE.sleep.lock().unwrap_or_else(PoisonError::into_inner);
+        SERVICE.wake.notify_one();
+    }
+    KernelGuard(())
+}
+
+/// See [`kernel_running`].
+pub struct KernelGuard(());
+
+impl Drop for KernelGuard {
+    fn drop(&mut self) {
+        SERVICE.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn serve_forever() {
+    let mut quiet_rounds = 0u32;
+    let mut nap = Duration::from_micros(20);
+    loop {
+        if SERVICE.active.load(Ordering::SeqCst) == 0 {
+            let mut lock = SERVICE.sleep.lock().unwrap_or_else(PoisonError::into_inner);
+            while SERVICE.active.load(Ordering::SeqCst) == 0 {
+                lock = SERVICE.wake.wait(lock).unwrap_or_else(PoisonError::into_inner);
+            }
+            quiet_rounds = 0;
+        }
+        let served = serve_all_once();
+        if served {
+            quiet_rounds = 0;
+            nap = Duration::from_micros(20);
+            continue;
+        }
+        quiet_rounds = quiet_rounds.saturating_add(1);
+        if quiet_rounds < SPIN_ROUNDS {
+            std::hint::spin_loop();
+        } else if quiet_rounds < YIELD_ROUNDS {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(MAX_NAP);
+        }
+    }
+}
+
+/// Serves every device once; whether any request was waiting.
+pub fn serve_all_once() -> bool {
+    let servers = SERVICE.servers.read().unwrap_or_else(PoisonError::into_inner);
+    let mut served = false;
+    for server in servers.iter() {
+        served |= server.serve_once();
+    }
+    served
+}
