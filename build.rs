@@ -36,4 +36,8 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=static=llvmlibc_rpc_server");
     println!("cargo:rustc-link-lib=dylib=stdc++");
+    // libc's server calls exit() itself for a device's exit(); in the plugin that call goes to
+    // rpc::server's device_exit instead, which ends the process without running teardown that would
+    // wait for the kernel that called exit.
+    println!("cargo:rustc-link-arg-cdylib=-Wl,--wrap=exit");
 }

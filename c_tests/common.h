@@ -7,6 +7,7 @@
 #ifndef OMPRPC_C_TESTS_COMMON_H
 #define OMPRPC_C_TESTS_COMMON_H
 
+#include <dirent.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,30 @@ static void omprpc_test_report_plugins(void) {
     fprintf(stderr, "omprpc-test: mapped %s\n", path);
   }
   fclose(maps);
+}
+
+/* Number of this process's threads named `name` (as /proc/self/task/N/comm shows them). */
+static inline int omprpc_test_threads_named(const char *name) {
+  int count = 0;
+  DIR *tasks = opendir("/proc/self/task");
+  struct dirent *task;
+  while (tasks && (task = readdir(tasks))) {
+    char path[300], comm[64] = {0};
+    if (task->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", task->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    if (fgets(comm, sizeof comm, f)) {
+      comm[strcspn(comm, "\n")] = 0;
+      count += strcmp(comm, name) == 0;
+    }
+    fclose(f);
+  }
+  if (tasks)
+    closedir(tasks);
+  return count;
 }
 
 __attribute__((constructor)) static void omprpc_test_register_report(void) {

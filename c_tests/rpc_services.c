@@ -49,5 +49,6 @@ int main(void) {
   printf("sum of device-malloc'd numbers: %d\n", sum);
   FILE *gone = fopen(path, "r");
   printf("file removed: %d\n", gone == NULL);
+  printf("omprpc-rpc threads: %d\n", omprpc_test_threads_named("omprpc-rpc"));
   return 0;
 }

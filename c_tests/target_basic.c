@@ -12,5 +12,7 @@ int main(void) {
   printf("x = %d\n", x);
   printf("ran on device: %d\n", on_device);
   printf("devices: %d\n", omp_get_num_devices());
+  /* A program that uses no host services starts no RPC server thread. */
+  printf("omprpc-rpc threads: %d\n", omprpc_test_threads_named("omprpc-rpc"));
   return 0;
 }

@@ -6,17 +6,6 @@
 #include <stdint.h>
 
 /*
- A port being served, as a handler receives it; valid only during the handler's call.
- */
-typedef struct omprpc_port omprpc_port;
-
-/*
- A host handler for a user opcode: it receives what the device sends and sends the reply, with
- the `omprpc_port_*` functions, in the order the device-side call expects.
- */
-typedef void (*omprpc_handler)(struct omprpc_port *port, void *user_data);
-
-/*
  One lane's 64-byte packet.
  */
 typedef struct omprpc_packet {
@@ -25,6 +14,44 @@ typedef struct omprpc_packet {
    */
   uint64_t data[8];
 } omprpc_packet;
+
+/*
+ A port being served, as a handler receives it; valid only during the handler's call. The handler
+ moves data with the operations it carries (the `omprpc_port_*` wrappers below call them), in the
+ order the device-side call expects, so that the program needs no link to the plugin.
+ */
+typedef struct omprpc_port {
+  /*
+   The server's port; not for the handler's use.
+   */
+  void *handle;
+  /*
+   Lanes of the port's device (1 on the host device): the length of the arrays `recv_n` and
+   `send_n` take, and the most packets `recv` and `send` move.
+   */
+  uint32_t lanes;
+  /*
+   Receives one packet from each active lane, in lane order; returns how many.
+   */
+  uint32_t (*recv)(struct omprpc_port *port, struct omprpc_packet *packets);
+  /*
+   Sends one packet to each active lane, in lane order; returns how many.
+   */
+  uint32_t (*send)(struct omprpc_port *port, const struct omprpc_packet *packets);
+  /*
+   Receives a byte string per lane: `data[lane]` from `malloc` (free it), `sizes[lane]` its size.
+   */
+  void (*recv_n)(struct omprpc_port *port, void **data, uint64_t *sizes);
+  /*
+   Sends `sizes[lane]` bytes from `data[lane]` to each lane.
+   */
+  void (*send_n)(struct omprpc_port *port, const void *const *data, const uint64_t *sizes);
+} omprpc_port;
+
+/*
+ A host handler for a user opcode.
+ */
+typedef void (*omprpc_handler)(struct omprpc_port *port, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,64 +72,35 @@ const char *omprpc_version(void);
  */
 int32_t omprpc_register_handler(uint16_t opcode, omprpc_handler handler, void *user_data);
 
-/*
- Number of lanes of the port's device (1 on the host device): the length of the arrays that
- `omprpc_port_recv_n` and `omprpc_port_send_n` take, and the most packets `omprpc_port_recv` and
- `omprpc_port_send` move.
-
- # Safety
- `port` is the port passed to the running handler.
- */
-uint32_t omprpc_port_lanes(struct omprpc_port *port);
-
-/*
- Receives one packet from each active lane into `packets`, in lane order; returns how many.
-
- # Safety
- `port` is the port passed to the running handler; `packets` has room for `omprpc_port_lanes`
- packets.
- */
-uint32_t omprpc_port_recv(struct omprpc_port *port, struct omprpc_packet *packets);
-
-/*
- Sends `packets` to the active lanes, in lane order; returns how many were sent.
-
- # Safety
- As for `omprpc_port_recv`, with `packets` readable.
- */
-uint32_t omprpc_port_send(struct omprpc_port *port, const struct omprpc_packet *packets);
-
-/*
- Receives a byte string from each lane: `data[lane]` gets a buffer from `malloc` (free it with
- `free`) and `sizes[lane]` its size; lanes that sent nothing get NULL and 0.
-
- # Safety
- `port` is the port passed to the running handler; `data` and `sizes` have `omprpc_port_lanes`
- writable entries.
- */
-void omprpc_port_recv_n(struct omprpc_port *port, void **data, uint64_t *sizes);
-
-/*
- Sends a byte string to each lane: `sizes[lane]` bytes from `data[lane]`.
-
- # Safety
- `port` is the port passed to the running handler; `data` and `sizes` have `omprpc_port_lanes`
- readable entries, each `data[lane]` readable for `sizes[lane]` bytes.
- */
-void omprpc_port_send_n(struct omprpc_port *port, const void *const *data, const uint64_t *sizes);
-
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
 
 #endif  /* OMPRPC_H */
 
+#ifndef OMPRPC_H_HELPERS
+#define OMPRPC_H_HELPERS
 /* The plugin is loaded by libomptarget at run time, not linked with the program: look its functions up
  * by name once libomptarget has started (any time in main), e.g.
  *   OMPRPC_LOOKUP(omprpc_register_handler)(0x8001, my_handler, NULL);
  * It yields NULL when omprpc is not the plugin in use. */
+/* Convenience wrappers for handlers. */
+static inline uint32_t omprpc_port_recv(omprpc_port *port, omprpc_packet *packets) {
+  return port->recv(port, packets);
+}
+static inline uint32_t omprpc_port_send(omprpc_port *port, const omprpc_packet *packets) {
+  return port->send(port, packets);
+}
+static inline void omprpc_port_recv_n(omprpc_port *port, void **data, uint64_t *sizes) {
+  port->recv_n(port, data, sizes);
+}
+static inline void omprpc_port_send_n(omprpc_port *port, const void *const *data, const uint64_t *sizes) {
+  port->send_n(port, data, sizes);
+}
+
 #ifndef OMPRPC_LOOKUP
 #include <dlfcn.h>
 /* (void *)0 is RTLD_DEFAULT, which glibc declares only under _GNU_SOURCE. */
 #define OMPRPC_LOOKUP(name) ((__typeof__(&name))dlsym((void *)0, #name))
 #endif
+#endif /* OMPRPC_H_HELPERS */

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "omprpc.h" /* omprpc_packet, shared with host-side handlers */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -64,9 +66,6 @@ typedef struct omprpc_file omprpc_file;
 
 /* The 19.1 client object (552 bytes), filled in by the host. */
 typedef struct {
-  uint64_t data[8];
-} omprpc_packet;
-typedef struct {
   uint64_t mask;
   uint16_t opcode;
 } omprpc_header;
@@ -89,7 +88,7 @@ typedef struct {
   uint32_t out;
   int receive;
   int owns_buffer;
-} omprpc_port;
+} omprpc_client_port;
 
 static inline int omprpc_rpc_active(void) {
   omprpc_client *c = __llvm_libc_rpc_client;
@@ -114,7 +113,7 @@ static inline void omprpc_unlock_(omprpc_client *c, uint32_t i) {
   __atomic_fetch_and(&c->lock[i / 32], ~(1u << (i % 32)), __ATOMIC_RELAXED);
 }
 
-static inline omprpc_port omprpc_open(uint16_t opcode) {
+static inline omprpc_client_port omprpc_open(uint16_t opcode) {
   omprpc_client *c = __llvm_libc_rpc_client;
   uint32_t spins = 0;
   /* Start from a per-thread port so that threads spread over the ports. */
@@ -137,12 +136,12 @@ static inline omprpc_port omprpc_open(uint16_t opcode) {
     }
     c->header[index].opcode = opcode;
     c->header[index].mask = 1;
-    omprpc_port port = {c, index, out, 0, 1};
+    omprpc_client_port port = {c, index, out, 0, 1};
     return port;
   }
 }
 
-static inline void omprpc_wait_(omprpc_port *p, uint32_t in) {
+static inline void omprpc_wait_(omprpc_client_port *p, uint32_t in) {
   uint32_t spins = 0;
   while (in != p->out) {
     omprpc_pause_(&spins);
@@ -151,14 +150,14 @@ static inline void omprpc_wait_(omprpc_port *p, uint32_t in) {
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
 }
 
-static inline void omprpc_flip_(omprpc_port *p) {
+static inline void omprpc_flip_(omprpc_client_port *p) {
   p->out = !p->out;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   __atomic_store_n(&p->client->outbox[p->index], p->out, __ATOMIC_RELAXED);
 }
 
 /* Sends one packet: waits until the port is ours, fills it, hands it over. */
-static inline void omprpc_send(omprpc_port *p, const omprpc_packet *packet) {
+static inline void omprpc_send(omprpc_client_port *p, const omprpc_packet *packet) {
   omprpc_wait_(p, p->owns_buffer ? p->out : omprpc_load_inbox_(p->client, p->index));
   p->client->packet[p->index] = *packet;
   omprpc_flip_(p);
@@ -167,7 +166,7 @@ static inline void omprpc_send(omprpc_port *p, const omprpc_packet *packet) {
 }
 
 /* Receives one packet. */
-static inline void omprpc_recv(omprpc_port *p, omprpc_packet *packet) {
+static inline void omprpc_recv(omprpc_client_port *p, omprpc_packet *packet) {
   if (p->receive) {
     omprpc_flip_(p);
     p->owns_buffer = 0;
@@ -178,10 +177,10 @@ static inline void omprpc_recv(omprpc_port *p, omprpc_packet *packet) {
   p->owns_buffer = 1;
 }
 
-static inline void omprpc_close(omprpc_port *p) { omprpc_unlock_(p->client, p->index); }
+static inline void omprpc_close(omprpc_client_port *p) { omprpc_unlock_(p->client, p->index); }
 
 /* Sends `size` bytes: the size and the first 56 bytes, then 64 bytes a packet. */
-static inline void omprpc_send_n(omprpc_port *p, const void *src, uint64_t size) {
+static inline void omprpc_send_n(omprpc_client_port *p, const void *src, uint64_t size) {
   omprpc_packet packet;
   memset(&packet, 0, sizeof packet);
   packet.data[0] = size;
@@ -194,7 +193,7 @@ static inline void omprpc_send_n(omprpc_port *p, const void *src, uint64_t size)
 }
 
 /* Receives a byte string into `dst` (at most `capacity` bytes kept); returns its full size. */
-static inline uint64_t omprpc_recv_n(omprpc_port *p, void *dst, uint64_t capacity) {
+static inline uint64_t omprpc_recv_n(omprpc_client_port *p, void *dst, uint64_t capacity) {
   omprpc_packet packet;
   omprpc_recv(p, &packet);
   uint64_t size = packet.data[0];
@@ -220,7 +219,7 @@ static inline size_t omprpc_write_(omprpc_file *f, const void *data, size_t size
   if (!omprpc_rpc_active())
     return fwrite(data, 1, size, omprpc_host_stream_(f));
   omprpc_packet packet;
-  omprpc_port port = omprpc_open(op);
+  omprpc_client_port port = omprpc_open(op);
   if (op == OMPRPC_OP_WRITE_TO_STREAM) {
     packet.data[0] = (uint64_t)(uintptr_t)f;
     omprpc_send(&port, &packet);
@@ -260,7 +259,7 @@ static inline omprpc_file *omprpc_fopen(const char *path, const char *mode) {
     return (omprpc_file *)fopen(path, mode);
   omprpc_packet packet;
   memset(&packet, 0, sizeof packet);
-  omprpc_port port = omprpc_open(OMPRPC_OP_OPEN_FILE);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_OPEN_FILE);
   omprpc_send_n(&port, path, strlen(path) + 1);
   size_t mode_len = strlen(mode) + 1;
   memcpy(packet.data, mode, mode_len < sizeof packet.data ? mode_len : sizeof packet.data - 1);
@@ -277,7 +276,7 @@ static inline uint64_t omprpc_simple_(uint16_t op, uint64_t a, uint64_t b, uint6
   packet.data[0] = a;
   packet.data[1] = b;
   packet.data[2] = c;
-  omprpc_port port = omprpc_open(op);
+  omprpc_client_port port = omprpc_open(op);
   omprpc_send(&port, &packet);
   omprpc_recv(&port, &packet);
   omprpc_close(&port);
@@ -299,7 +298,7 @@ static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprp
   memset(&packet, 0, sizeof packet);
   packet.data[0] = size * count;
   packet.data[1] = (uintptr_t)f;
-  omprpc_port port = omprpc_open(OMPRPC_OP_READ_FROM_STREAM);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_READ_FROM_STREAM);
   omprpc_send(&port, &packet);
   omprpc_recv_n(&port, buffer, size * count);
   omprpc_recv(&port, &packet);
@@ -316,7 +315,7 @@ static inline char *omprpc_fgets(char *s, int count, omprpc_file *f) {
   memset(&packet, 0, sizeof packet);
   packet.data[0] = (uint64_t)count;
   packet.data[1] = (uintptr_t)f;
-  omprpc_port port = omprpc_open(OMPRPC_OP_READ_FGETS);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_READ_FGETS);
   omprpc_send(&port, &packet);
   uint64_t got = omprpc_recv_n(&port, s, (uint64_t)count);
   omprpc_close(&port);
@@ -357,7 +356,7 @@ static inline int omprpc_remove(const char *path) {
   if (!omprpc_rpc_active())
     return remove(path);
   omprpc_packet packet;
-  omprpc_port port = omprpc_open(OMPRPC_OP_REMOVE);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_REMOVE);
   omprpc_send_n(&port, path, strlen(path) + 1);
   omprpc_recv(&port, &packet);
   omprpc_close(&port);
@@ -473,7 +472,7 @@ static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap
                                      : OMPRPC_OP_PRINTF_TO_STREAM;
   omprpc_packet packet;
   memset(&packet, 0, sizeof packet);
-  omprpc_port port = omprpc_open(op);
+  omprpc_client_port port = omprpc_open(op);
   if (op == OMPRPC_OP_PRINTF_TO_STREAM) {
     packet.data[0] = (uintptr_t)f;
     omprpc_send(&port, &packet);
@@ -529,7 +528,7 @@ static inline void omprpc_free(void *ptr) {
   omprpc_packet packet;
   memset(&packet, 0, sizeof packet);
   packet.data[0] = (uintptr_t)ptr;
-  omprpc_port port = omprpc_open(OMPRPC_OP_FREE);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_FREE);
   omprpc_send(&port, &packet);
   omprpc_close(&port);
 }
@@ -540,7 +539,7 @@ static inline void omprpc_exit(int status) {
     exit(status);
   omprpc_packet packet;
   memset(&packet, 0, sizeof packet);
-  omprpc_port port = omprpc_open(OMPRPC_OP_EXIT);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_EXIT);
   omprpc_send(&port, &packet); /* make sure the host listens */
   omprpc_recv(&port, &packet);
   packet.data[0] = (uint32_t)status;
@@ -550,15 +549,16 @@ static inline void omprpc_exit(int status) {
     omprpc_pause_(&spins); /* the host ends the process */
 }
 
-/* Aborts the host process, saying so on stderr first. */
+/* Aborts the host process, saying so on stderr and flushing what was written first. */
 static inline void omprpc_abort(void) {
   static const char message[] = "omprpc: abort() called on the device\n";
   if (!omprpc_rpc_active())
     abort();
   omprpc_write_(OMPRPC_STDERR, message, sizeof message - 1, OMPRPC_OP_WRITE_TO_STDERR);
+  omprpc_simple_(OMPRPC_OP_FFLUSH, 0, 0, 0); /* stream 0 is fflush(NULL): every host stream */
   omprpc_packet packet;
   memset(&packet, 0, sizeof packet);
-  omprpc_port port = omprpc_open(OMPRPC_OP_ABORT);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_ABORT);
   omprpc_send(&port, &packet);
   omprpc_recv(&port, &packet);
   omprpc_send(&port, &packet);
@@ -572,7 +572,7 @@ static inline void omprpc_abort(void) {
 /* Calls the host handler of user opcode `opcode` (0x8000 or above) with one packet, which the
  * handler's reply overwrites. The handler receives one packet and sends one back. */
 static inline void omprpc_call(uint16_t opcode, omprpc_packet *packet) {
-  omprpc_port port = omprpc_open(opcode);
+  omprpc_client_port port = omprpc_open(opcode);
   omprpc_send(&port, packet);
   omprpc_recv(&port, packet);
   omprpc_close(&port);
@@ -583,7 +583,7 @@ static inline void omprpc_call(uint16_t opcode, omprpc_packet *packet) {
  * with omprpc_port_recv_n and replies with omprpc_port_send_n. */
 static inline uint64_t omprpc_call_bytes(uint16_t opcode, const void *in, uint64_t in_size, void *out,
                                          uint64_t out_capacity) {
-  omprpc_port port = omprpc_open(opcode);
+  omprpc_client_port port = omprpc_open(opcode);
   omprpc_send_n(&port, in, in_size);
   uint64_t size = omprpc_recv_n(&port, out, out_capacity);
   omprpc_close(&port);

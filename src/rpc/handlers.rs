@@ -12,11 +12,12 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock, Weak};
 
 use super::ffi::{self, opcode};
 use super::server::{this_thread_is_serving, RpcServer};
+use crate::abi::api::{omprpc_packet, omprpc_port};
 use crate::plugin::error::{Error, Result};
 use crate::plugin::log;
 
 /// A handler as C registers it: called with the port being served and the user's data pointer.
-pub type HandlerFn = unsafe extern "C" fn(port: *mut c_void, user_data: *mut c_void);
+pub type HandlerFn = unsafe extern "C" fn(port: *mut omprpc_port, user_data: *mut c_void);
 
 #[derive(Clone, Copy)]
 struct Handler {
@@ -103,12 +104,73 @@ pub unsafe extern "C" fn dispatch(port: ffi::Port, data: *mut c_void) {
             libc::_exit(1)
         }
     };
-    let mut port = port;
+    let mut raw = port;
+    let mut port = omprpc_port {
+        handle: (&mut raw as *mut ffi::Port).cast(),
+        lanes: raw.lane_size,
+        recv: Some(port_recv),
+        send: Some(port_send),
+        recv_n: Some(port_recv_n),
+        send_n: Some(port_send_n),
+    };
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the handler was registered for this opcode with this user data; the port is valid for
         // the duration of the call.
-        unsafe { (handler.function)((&mut port as *mut ffi::Port).cast(), handler.user_data as *mut c_void) }
+        unsafe { (handler.function)(&mut port, handler.user_data as *mut c_void) }
     }));
+}
+
+/// The server's port behind a handler's `omprpc_port`.
+///
+/// # Safety
+/// `port` is null or the `omprpc_port` that [`dispatch`] passed to a running handler.
+unsafe fn raw_port<'a>(port: *mut omprpc_port) -> Option<&'a ffi::Port> {
+    // SAFETY: per this function's contract, `handle` points to `dispatch`'s `ffi::Port`.
+    unsafe { port.as_ref().and_then(|p| p.handle.cast::<ffi::Port>().as_ref()) }
+}
+
+fn report_null(what: &str) {
+    log::error(format_args!(
+        "a host-service handler passed a NULL {what}; nothing was transferred"
+    ));
+}
+
+unsafe extern "C" fn port_recv(port: *mut omprpc_port, packets: *mut omprpc_packet) -> u32 {
+    // SAFETY: C handlers pass the port they were given and room for `lanes` packets.
+    match unsafe { raw_port(port) } {
+        Some(raw) if !packets.is_null() => unsafe { recv(raw, packets.cast()) },
+        _ => {
+            report_null("port or packet array");
+            0
+        }
+    }
+}
+
+unsafe extern "C" fn port_send(port: *mut omprpc_port, packets: *const omprpc_packet) -> u32 {
+    // SAFETY: as in `port_recv`, with `packets` readable.
+    match unsafe { raw_port(port) } {
+        Some(raw) if !packets.is_null() => unsafe { send(raw, packets.cast()) },
+        _ => {
+            report_null("port or packet array");
+            0
+        }
+    }
+}
+
+unsafe extern "C" fn port_recv_n(port: *mut omprpc_port, data: *mut *mut c_void, sizes: *mut u64) {
+    // SAFETY: as in `port_recv`, with `lanes` entries in both arrays.
+    match unsafe { raw_port(port) } {
+        Some(raw) if !data.is_null() && !sizes.is_null() => unsafe { recv_n(raw, data, sizes) },
+        _ => report_null("port, data array or sizes array"),
+    }
+}
+
+unsafe extern "C" fn port_send_n(port: *mut omprpc_port, data: *const *const c_void, sizes: *const u64) {
+    // SAFETY: as in `port_recv_n`, with readable arrays.
+    match unsafe { raw_port(port) } {
+        Some(raw) if !data.is_null() && !sizes.is_null() => unsafe { send_n(raw, data, sizes) },
+        _ => report_null("port, data array or sizes array"),
+    }
 }
 
 /// Receives one packet per active lane into `packets` (lane order); returns how many.

@@ -26,6 +26,34 @@ pub fn this_thread_is_serving() -> bool {
     SERVING.with(Cell::get)
 }
 
+// In the shared object, the link wraps `exit` (see build.rs): the only caller of `exit` there is
+// libc's RPC server serving a device's EXIT, and it lands here. The symbol is hidden, so it is not
+// exported.
+core::arch::global_asm!(
+    ".globl __wrap_exit",
+    ".hidden __wrap_exit",
+    ".type __wrap_exit, @function",
+    "__wrap_exit:",
+    "jmp {device_exit}",
+    device_exit = sym device_exit,
+);
+
+/// A device called `exit(status)`. The kernel that called it never returns, so normal teardown
+/// (libomptarget's destructors, libomp's shutdown, our deinit) could wait for it forever: flush every
+/// output stream, as `exit` would, and end the process with `quick_exit`, as upstream LLVM does.
+extern "C" fn device_exit(status: libc::c_int) -> ! {
+    extern "C" {
+        /// C11 `quick_exit` (glibc), which the libc crate does not declare.
+        fn quick_exit(status: libc::c_int) -> !;
+    }
+    log::info(format_args!("a device called exit({status}); ending the process"));
+    // SAFETY: fflush(NULL) flushes every output stream; quick_exit ends the process with `status`.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        quick_exit(status)
+    }
+}
+
 /// What the MALLOC and FREE callbacks need; boxed so that libc can hold a pointer to it.
 struct CallbackState {
     device: usize,
@@ -338,5 +366,130 @@ impl RpcServer {
             )
         };
         check("rpc_server_shutdown", status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Host memory that counts what is live, to check that shutdown frees the mailbox.
+    #[derive(Default)]
+    struct CountingMemory {
+        live: AtomicUsize,
+    }
+
+    impl DeviceMemory for CountingMemory {
+        fn alloc(&self, size: usize) -> Result<*mut c_void> {
+            self.live.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: malloc has no preconditions.
+            Ok(unsafe { libc::malloc(size) })
+        }
+        unsafe fn free(&self, ptr: *mut c_void) {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+            // SAFETY: `ptr` came from `alloc`.
+            unsafe { libc::free(ptr) }
+        }
+        fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
+            self.live.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: calloc has no preconditions.
+            Ok(unsafe { libc::calloc(1, size) })
+        }
+        unsafe fn free_shared(&self, ptr: *mut c_void) {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+            // SAFETY: `ptr` came from `alloc_shared`.
+            unsafe { libc::free(ptr) }
+        }
+    }
+
+    /// A one-lane client speaking the 19.1 protocol on port 0, as the device-side header does.
+    struct TestClient<'a> {
+        server: &'a RpcServer,
+    }
+
+    impl TestClient<'_> {
+        fn word(&self, index: usize) -> &AtomicU32 {
+            // SAFETY: `index < 2 * ports`; the mailbox lives as long as the server.
+            unsafe { &*self.server.mailbox.cast::<AtomicU32>().add(index) }
+        }
+        fn packet(&self) -> *mut [u64; 8] {
+            let n = self.server.ports as usize;
+            let packets = (24 * n).div_ceil(64) * 64;
+            // SAFETY: the packets follow the headers, 64-byte aligned; port 0's is the first.
+            unsafe { self.server.mailbox.add(packets).cast() }
+        }
+        /// Opens port 0 for `op`, sends `data`, serves, and returns the reply if `reply`.
+        fn call(&self, op: u16, data: [u64; 8], reply: bool) -> [u64; 8] {
+            let n = self.server.ports as usize;
+            // SAFETY: header 0 at offset 8N; nothing else touches it while the port is idle.
+            unsafe {
+                let header = self.server.mailbox.add(8 * n);
+                *header.cast::<u64>() = 1;
+                *header.add(8).cast::<u16>() = op;
+                *self.packet() = data;
+            }
+            let out = self.word(n).load(Ordering::SeqCst);
+            self.word(n).store(out ^ 1, Ordering::SeqCst);
+            assert!(self.server.serve_once(), "the request is seen as pending");
+            if reply {
+                assert_eq!(self.word(0).load(Ordering::SeqCst), out ^ 1, "the server replied");
+                // SAFETY: the server handed the packet back.
+                let answer = unsafe { *self.packet() };
+                // The client's close flips nothing; the port is idle again.
+                return answer;
+            }
+            [0; 8]
+        }
+    }
+
+    #[test]
+    fn serves_malloc_and_free_and_refuses_bad_frees() {
+        let memory = Arc::new(CountingMemory::default());
+        let server = RpcServer::new(3, 8, 1, memory.clone()).unwrap();
+        assert_eq!(memory.live.load(Ordering::SeqCst), 1, "the mailbox");
+        let client = server.client_bytes();
+        assert_eq!(client.len(), 552);
+        assert_eq!(
+            u32::from_ne_bytes(client[..4].try_into().unwrap()),
+            8,
+            "the client knows the port count"
+        );
+        assert!(!server.serve_once(), "nothing pending");
+        {
+            let test = TestClient { server: &server };
+
+            let ptr = test.call(opcode::MALLOC, [40, 0, 0, 0, 0, 0, 0, 0], true)[0];
+            assert_ne!(ptr, 0);
+            assert_eq!(
+                memory.live.load(Ordering::SeqCst),
+                2,
+                "the block came from the device's memory"
+            );
+            // The port is the client's again; a FREE is one packet with no reply.
+            test.call(opcode::FREE, [ptr, 0, 0, 0, 0, 0, 0, 0], false);
+            assert_eq!(memory.live.load(Ordering::SeqCst), 1, "freed");
+            test.call(opcode::FREE, [ptr, 0, 0, 0, 0, 0, 0, 0], false);
+            test.call(opcode::FREE, [0x1234, 0, 0, 0, 0, 0, 0, 0], false);
+            assert_eq!(
+                memory.live.load(Ordering::SeqCst),
+                1,
+                "a double or foreign free is refused, not obeyed"
+            );
+            assert!(!server.serve_once());
+        }
+        server.shutdown().unwrap();
+        assert_eq!(memory.live.load(Ordering::SeqCst), 0, "shutdown frees the mailbox");
+    }
+
+    #[test]
+    fn refuses_bad_port_counts_and_reserved_opcodes() {
+        let memory: Arc<dyn DeviceMemory> = Arc::new(CountingMemory::default());
+        assert!(RpcServer::new(0, 0, 1, memory.clone()).is_err());
+        assert!(RpcServer::new(0, 4097, 1, memory.clone()).is_err());
+        assert!(RpcServer::new(0, 4, 3, memory).is_err(), "lane size 3 is invalid");
+        unsafe extern "C" fn nothing(_: *mut crate::abi::api::omprpc_port, _: *mut c_void) {}
+        let err = handlers::register(0x10, nothing, std::ptr::null_mut()).unwrap_err();
+        assert!(err.to_string().contains("reserved"), "{err}");
     }
 }

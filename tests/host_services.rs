@@ -1,0 +1,115 @@
+//! Host services end to end on the host device: programs from `c_tests/` whose results cannot be a
+//! fixed expected output (concurrent output, exit status, aborts, error exits), run through
+//! libomptarget 16 with our plugin.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::os::unix::process::ExitStatusExt;
+
+use support::{build_program, check_ours_ran, run, Plugin};
+
+#[test]
+fn thousands_of_concurrent_calls_each_arrive_once() {
+    let exe = build_program("rpc_concurrent.c");
+    let out = run(&exe, &["4000"], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    check_ours_ran(&stderr).unwrap();
+    assert!(!stderr.contains("omprpc error"), "{stderr}");
+    let mut seen = BTreeSet::new();
+    for line in stdout.lines().filter(|l| l.starts_with("call ")) {
+        let n: u32 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(seen.insert(n), "line for call {n} arrived twice");
+        assert!(
+            line.contains(" from team ") && line.contains(" thread "),
+            "garbled line: {line:?}"
+        );
+    }
+    assert_eq!(seen.len(), 4000, "every call must arrive exactly once");
+    assert_eq!(seen.iter().next_back(), Some(&3999));
+    assert!(stdout.contains(&format!("checksum: {}\n", 3999 * 4000 / 2)), "{stdout}");
+}
+
+fn check_exit(mode: &str) {
+    let exe = build_program("rpc_exit.c");
+    let file = support::scratch().join(format!("rpc_exit_{mode}.txt"));
+    let _ = std::fs::remove_file(&file);
+    let out = run(&exe, &[file.to_str().unwrap(), mode], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{mode}: exit status; stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        stdout, "host: before the target region\ndevice: line 1\ndevice: line 2\n",
+        "{mode}: output before exit, flushed, and nothing after"
+    );
+    let written = std::fs::read_to_string(&file).unwrap_or_default();
+    assert_eq!(
+        written, "written by the device before exit\n",
+        "{mode}: the device's file was flushed"
+    );
+    assert!(!stderr.contains("omprpc error"), "{stderr}");
+}
+
+#[test]
+fn device_exit_ends_the_process_with_its_status_and_flushed_output() {
+    check_exit("sync");
+}
+
+#[test]
+fn device_exit_from_a_nowait_region_does_not_hang_teardown() {
+    check_exit("nowait");
+}
+
+#[test]
+fn an_unhandled_opcode_is_an_error_not_a_hang() {
+    let exe = build_program("rpc_unknown_opcode.c");
+    let out = run(&exe, &[], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(stdout, "device: calling opcode 0x9abc\n");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("omprpc error: ")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("device 0 called host service opcode 0x9abc, which has no handler"),
+        "{stderr}"
+    );
+    assert!(
+        errors[0].contains("omprpc_register_handler"),
+        "says what to do: {stderr}"
+    );
+}
+
+#[test]
+fn device_abort_aborts_with_a_message() {
+    let exe = build_program("rpc_abort.c");
+    let out = run(&exe, &[], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{}\n{stderr}", out.status);
+    assert_eq!(stdout, "device: about to abort\n");
+    assert!(stderr.contains("omprpc: abort() called on the device"), "{stderr}");
+}
+
+#[test]
+fn info_reports_the_rpc_server() {
+    let exe = build_program("rpc_services.c");
+    let out = run(
+        &exe,
+        &[],
+        Plugin::Ours,
+        &[("LIBOMPTARGET_INFO", "16"), ("OMPRPC_RPC_PORTS", "4096")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("omprpc device 0 info: host services ready: 4096 RPC ports of 1 lane(s)"),
+        "{stderr}"
+    );
+}
