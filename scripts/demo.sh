@@ -10,7 +10,7 @@ cargo build --release
 dir=target/demo
 mkdir -p "$dir/plugin"
 cp target/release/libomprpc.so "$dir/plugin/libomptarget.rtl.x86_64.nextgen.so"
-clang-16 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 -Wall examples/hello_offload.c -o "$dir/hello_offload"
+clang-16 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 -Wall -I include examples/hello_offload.c -o "$dir/hello_offload"
 
 echo "== running $dir/hello_offload through omprpc"
 LD_LIBRARY_PATH="$PWD/$dir/plugin" LIBOMPTARGET_INFO=16 "$dir/hello_offload"

@@ -207,6 +207,15 @@ fn the_example_reports_omprpc() {
         stdout.contains("saxpy checksum: 1000000000000 (expected 1000000000000)"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("device: saxpy checksum 1000000000000\ndevice: wrote hello_offload.txt\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("host services served over RPC: yes"), "{stdout}");
+    assert!(
+        stdout.contains("file written by the device: 10 lines, the last \"9 squared is 81\""),
+        "{stdout}"
+    );
     let ours = support::host_plugin_dir().join("libomptarget.rtl.x86_64.nextgen.so");
     assert!(
         stdout.contains(&format!(

@@ -19,26 +19,28 @@ use crate::plugin::log;
 /// A handler as C registers it: called with the port being served and the user's data pointer.
 pub type HandlerFn = unsafe extern "C" fn(port: *mut omprpc_port, user_data: *mut c_void);
 
+/// A registered handler. Each registration is leaked so that libc's callback data can point at it
+/// for the life of the process: dispatch then needs no lookup and no lock.
 #[derive(Clone, Copy)]
-struct Handler {
+pub struct Handler {
     function: HandlerFn,
     user_data: usize,
 }
 
-static REGISTRY: LazyLock<RwLock<HashMap<u16, Handler>>> = LazyLock::new(Default::default);
+static REGISTRY: LazyLock<RwLock<HashMap<u16, &'static Handler>>> = LazyLock::new(Default::default);
 static SERVERS: LazyLock<Mutex<Vec<Weak<RpcServer>>>> = LazyLock::new(Default::default);
 
 /// Installs every registered user opcode in a new `server` and keeps it for later registrations.
 pub fn attach(server: &Arc<RpcServer>) -> Result<()> {
     let mut servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
-    let opcodes: Vec<u16> = REGISTRY
+    let registered: Vec<(u16, &'static Handler)> = REGISTRY
         .read()
         .unwrap_or_else(PoisonError::into_inner)
-        .keys()
-        .copied()
+        .iter()
+        .map(|(&op, &h)| (op, h))
         .collect();
-    for op in opcodes {
-        server.install_user_opcode(op)?;
+    for (op, handler) in registered {
+        server.install_user_opcode(op, handler)?;
     }
     servers.retain(|s| s.strong_count() > 0);
     servers.push(Arc::downgrade(server));
@@ -58,15 +60,16 @@ pub fn register(op: u16, function: HandlerFn, user_data: *mut c_void) -> Result<
         ));
     }
     let servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
-    REGISTRY.write().unwrap_or_else(PoisonError::into_inner).insert(
-        op,
-        Handler {
-            function,
-            user_data: user_data as usize,
-        },
-    );
+    let handler: &'static Handler = Box::leak(Box::new(Handler {
+        function,
+        user_data: user_data as usize,
+    }));
+    REGISTRY
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(op, handler);
     for server in servers.iter().filter_map(Weak::upgrade) {
-        server.install_user_opcode(op)?;
+        server.install_user_opcode(op, handler)?;
     }
     Ok(())
 }
@@ -79,31 +82,13 @@ pub fn is_registered(op: u16) -> bool {
         .contains_key(&op)
 }
 
-/// libc's callback for every user opcode; `data` carries the opcode.
+/// libc's callback for every user opcode; `data` is the opcode's `Handler`.
 ///
 /// # Safety
-/// Called by libc's server with the port it is serving.
+/// Called by libc's server with the port it is serving and the data it was registered with.
 pub unsafe extern "C" fn dispatch(port: ffi::Port, data: *mut c_void) {
-    let op = data as usize as u16;
-    let handler = catch_unwind(|| {
-        REGISTRY
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&op)
-            .copied()
-    })
-    .ok()
-    .flatten();
-    let Some(handler) = handler else {
-        log::error(format_args!(
-            "host service opcode {op:#06x} lost its handler; ending the program"
-        ));
-        // SAFETY: see `RpcServer::unhandled_opcode`.
-        unsafe {
-            libc::fflush(std::ptr::null_mut());
-            libc::_exit(1)
-        }
-    };
+    // SAFETY: `install_user_opcode` registers a leaked, never freed `Handler` as the data.
+    let handler = unsafe { &*data.cast::<Handler>() };
     let mut raw = port;
     let mut port = omprpc_port {
         handle: (&mut raw as *mut ffi::Port).cast(),

@@ -260,9 +260,13 @@ impl RpcServer {
         })
     }
 
-    /// Routes user opcode `op` to [`handlers::dispatch`].
-    pub fn install_user_opcode(&self, op: u16) -> Result<()> {
-        self.register(op, handlers::dispatch, usize::from(op) as *mut c_void)
+    /// Routes user opcode `op` to `handler` through [`handlers::dispatch`].
+    pub fn install_user_opcode(&self, op: u16, handler: &'static handlers::Handler) -> Result<()> {
+        self.register(
+            op,
+            handlers::dispatch,
+            (handler as *const handlers::Handler).cast_mut().cast(),
+        )
     }
 
     /// The 552-byte client object to copy to the device, pointing at this server's mailbox.

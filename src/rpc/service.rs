@@ -11,7 +11,9 @@ use super::server::RpcServer;
 use crate::plugin::log;
 
 struct Service {
-    servers: RwLock<Vec<Arc<RpcServer>>>,
+    servers: RwLock<Arc<Vec<Arc<RpcServer>>>>,
+    /// Bumped when `servers` changes, so the serving thread re-reads it only then.
+    generation: AtomicUsize,
     /// Kernels running on devices with a server.
     active: AtomicUsize,
     sleep: Mutex<()>,
@@ -20,7 +22,8 @@ struct Service {
 }
 
 static SERVICE: LazyLock<Service> = LazyLock::new(|| Service {
-    servers: RwLock::new(Vec::new()),
+    servers: RwLock::new(Arc::new(Vec::new())),
+    generation: AtomicUsize::new(0),
     active: AtomicUsize::new(0),
     sleep: Mutex::new(()),
     wake: Condvar::new(),
@@ -35,11 +38,13 @@ const MAX_NAP: Duration = Duration::from_micros(500);
 
 /// Adds `server` to those served, starting the thread on first use.
 pub fn add_server(server: Arc<RpcServer>) {
-    SERVICE
-        .servers
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(server);
+    {
+        let mut servers = SERVICE.servers.write().unwrap_or_else(PoisonError::into_inner);
+        let mut list = Vec::clone(&servers);
+        list.push(server);
+        *servers = Arc::new(list);
+        SERVICE.generation.fetch_add(1, Ordering::SeqCst);
+    }
     SERVICE.started.call_once(|| {
         let spawned = std::thread::Builder::new()
             .name("omprpc-rpc".into())
@@ -70,10 +75,21 @@ impl Drop for KernelGuard {
     }
 }
 
+fn servers() -> Arc<Vec<Arc<RpcServer>>> {
+    Arc::clone(&SERVICE.servers.read().unwrap_or_else(PoisonError::into_inner))
+}
+
 fn serve_forever() {
     let mut quiet_rounds = 0u32;
     let mut nap = Duration::from_micros(20);
+    let mut seen_generation = SERVICE.generation.load(Ordering::SeqCst);
+    let mut servers = servers();
     loop {
+        let generation = SERVICE.generation.load(Ordering::SeqCst);
+        if generation != seen_generation {
+            seen_generation = generation;
+            servers = self::servers();
+        }
         if SERVICE.active.load(Ordering::SeqCst) == 0 {
             let mut lock = SERVICE.sleep.lock().unwrap_or_else(PoisonError::into_inner);
             while SERVICE.active.load(Ordering::SeqCst) == 0 {
@@ -81,7 +97,10 @@ fn serve_forever() {
             }
             quiet_rounds = 0;
         }
-        let served = serve_all_once();
+        let mut served = false;
+        for server in servers.iter() {
+            served |= server.serve_once();
+        }
         if served {
             quiet_rounds = 0;
             nap = Duration::from_micros(20);
@@ -101,7 +120,7 @@ fn serve_forever() {
 
 /// Serves every device once; whether any request was waiting.
 pub fn serve_all_once() -> bool {
-    let servers = SERVICE.servers.read().unwrap_or_else(PoisonError::into_inner);
+    let servers = servers();
     let mut served = false;
     for server in servers.iter() {
         served |= server.serve_once();

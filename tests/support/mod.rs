@@ -71,6 +71,17 @@ pub fn built_plugin() -> PathBuf {
         })
 }
 
+/// Builds the plugin in this profile's directory. Benchmarks call it first: `cargo bench` compiles the
+/// library for linking but does not refresh the shared object itself.
+pub fn build_plugin_for_bench() {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--lib", "--manifest-path"])
+        .arg(root().join("Cargo.toml"))
+        .status()
+        .expect("running cargo");
+    assert!(status.success(), "cargo build --release failed");
+}
+
 /// A directory holding our plugin under `name` (copied, so the loader sees a separate object), for
 /// putting first on `LD_LIBRARY_PATH`.
 pub fn plugin_dir_as(name: &str) -> PathBuf {

@@ -1,0 +1,118 @@
+/* RPC benchmark (run by benches/rpc.rs):
+ *   latency N        one device thread makes N echo calls; prints ns per round trip
+ *   throughput T N   T device threads make N calls in all; prints calls per second
+ *   cacheline N      two host threads bounce a cache line N times; prints ns per round trip
+ *   idle S           after one host call, the device idles S seconds; prints CPU used per second */
+#define _GNU_SOURCE
+#include "common.h"
+#include "omprpc.h"
+#include "omprpc_device.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define OP_ECHO 0x8100
+
+static void echo(omprpc_port *port, void *user_data) {
+  (void)user_data;
+  omprpc_packet packets[64];
+  omprpc_port_recv(port, packets);
+  omprpc_port_send(port, packets);
+}
+
+static atomic_long ball;
+static long bounces;
+
+/* Pins the calling thread to `cpu`, so that the two ends of the bounce sit on two cores. */
+static void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *bounce_back(void *arg) {
+  (void)arg;
+  pin_to(1);
+  for (long i = 0; i < bounces; i++) {
+    while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i + 1)
+      ;
+    atomic_store_explicit(&ball, 2 * i + 2, memory_order_release);
+  }
+  return NULL;
+}
+
+static double cpu_seconds(void) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3)
+    return 2;
+  const char *mode = argv[1];
+  if (OMPRPC_LOOKUP(omprpc_register_handler) && OMPRPC_LOOKUP(omprpc_register_handler)(OP_ECHO, echo, NULL) != 0)
+    return 3;
+  if (strcmp(mode, "latency") == 0) {
+    long n = atol(argv[2]);
+    double seconds = 0;
+    int active = 0;
+#pragma omp target map(from : seconds, active)
+    {
+      active = omprpc_rpc_active();
+      omprpc_packet packet = {{1}};
+      for (int i = 0; i < 1000; i++) /* warm up */
+        omprpc_call(OP_ECHO, &packet);
+      double start = omp_get_wtime();
+      for (long i = 0; i < n; i++)
+        omprpc_call(OP_ECHO, &packet);
+      seconds = omp_get_wtime() - start;
+    }
+    if (!active)
+      return 4;
+    printf("ns per round trip: %.1f\n", seconds * 1e9 / (double)n);
+  } else if (strcmp(mode, "throughput") == 0 && argc > 3) {
+    int threads = atoi(argv[2]);
+    long n = atol(argv[3]);
+    double start = omp_get_wtime();
+#pragma omp target parallel num_threads(threads)
+    {
+      omprpc_packet packet = {{2}};
+      long share = n / omp_get_num_threads();
+      for (long i = 0; i < share; i++)
+        omprpc_call(OP_ECHO, &packet);
+    }
+    double seconds = omp_get_wtime() - start;
+    printf("calls per second: %.0f\n", (double)n / seconds);
+  } else if (strcmp(mode, "cacheline") == 0) {
+    bounces = atol(argv[2]);
+    pthread_t other;
+    pin_to(0);
+    pthread_create(&other, NULL, bounce_back, NULL);
+    double start = omp_get_wtime();
+    for (long i = 0; i < bounces; i++) {
+      atomic_store_explicit(&ball, 2 * i + 1, memory_order_release);
+      while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i + 2)
+        ;
+    }
+    double seconds = omp_get_wtime() - start;
+    pthread_join(other, NULL);
+    printf("ns per round trip: %.1f\n", seconds * 1e9 / (double)bounces);
+  } else if (strcmp(mode, "idle") == 0) {
+    int idle_seconds = atoi(argv[2]);
+#pragma omp target
+    {
+      omprpc_packet packet = {{3}};
+      omprpc_call(OP_ECHO, &packet);
+    }
+    double before = cpu_seconds();
+    sleep((unsigned)idle_seconds);
+    double used = cpu_seconds() - before;
+    printf("cpu per second while idle: %.4f\n", used / idle_seconds);
+  } else {
+    return 2;
+  }
+  return 0;
+}
