@@ -60,7 +60,6 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    support::build_plugin_for_bench();
     println!("launch cost, {ROUNDS} alternating rounds of {LAUNCHES} launches, median ns per launch");
     println!("{:<8} {:>10} {:>10} {:>12}", "region", "ours", "stock", "ours/stock");
     for mode in ["empty", "scalar"] {

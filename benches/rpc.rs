@@ -37,7 +37,6 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    support::build_plugin_for_bench();
     let rounds = 5;
     let cacheline = median(
         (0..rounds)

@@ -78,8 +78,11 @@ typedef struct {
   uint32_t lock[128];
 } omprpc_client;
 
-__attribute__((weak)) omprpc_client omprpc_client_object;
-__attribute__((weak)) omprpc_client *__llvm_libc_rpc_client = &omprpc_client_object;
+/* Each image has its own pointer and client object, bound inside the image: the pointer is exported
+ * (the host looks it up in the loaded image) but protected, and the object hidden, so that neither
+ * binds to a same-named copy elsewhere in the process (the host program's, another image's). */
+__attribute__((weak, visibility("hidden"))) omprpc_client omprpc_client_object;
+__attribute__((weak, visibility("protected"))) omprpc_client *__llvm_libc_rpc_client = &omprpc_client_object;
 
 /* One open port. */
 typedef struct {

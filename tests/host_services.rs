@@ -113,3 +113,71 @@ fn info_reports_the_rpc_server() {
         "{stderr}"
     );
 }
+
+/// Two images on one device (the program's and a shared library's) calling the host at once: they
+/// must share one client, or their port locks would not exclude each other and calls would be lost
+/// or garbled.
+#[test]
+fn two_images_on_one_device_share_the_client() {
+    support::require_toolchain();
+    let dir = support::scratch().join("two_images");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = support::root().join("c_tests/two_images");
+    let include = support::root().join("include");
+    let flags = [
+        "-fopenmp",
+        "-fopenmp-targets=x86_64-pc-linux-gnu",
+        "-Wall",
+        "-Werror",
+        "-O1",
+    ];
+    let lib = dir.join("libtwo_images.so");
+    let status = std::process::Command::new("clang-16")
+        .args(flags)
+        .args(["-shared", "-fPIC", "-I"])
+        .arg(&include)
+        .arg(src.join("library.c"))
+        .arg("-o")
+        .arg(&lib)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exe = dir.join("two_images");
+    let status = std::process::Command::new("clang-16")
+        .args(flags)
+        .arg("-I")
+        .arg(&include)
+        .arg(src.join("main.c"))
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = run(&exe, &[], Plugin::Ours, &[("LIBOMPTARGET_INFO", "16")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    check_ours_ran(&stderr).unwrap();
+    assert_eq!(
+        stderr.matches("omprpc device 0 info: loaded an image").count(),
+        2,
+        "two images: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("host services ready").count(),
+        1,
+        "one server for the device: {stderr}"
+    );
+    for who in ["library", "program"] {
+        let mut seen = BTreeSet::new();
+        for line in stdout.lines().filter_map(|l| l.strip_prefix(&format!("{who} call "))) {
+            assert!(seen.insert(line.parse::<u32>().unwrap()), "{who} call {line} twice");
+        }
+        assert_eq!(seen.len(), 1000, "{who}: every call arrives once");
+    }
+    assert!(stdout.contains("program image served over RPC: 1\n"), "{stdout}");
+    assert!(stdout.contains("library image served over RPC: 1\n"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 2002, "no garbled lines: {stdout}");
+}

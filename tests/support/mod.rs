@@ -57,29 +57,27 @@ pub fn profile_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
-/// The plugin cargo built for this test run (`cargo bench` leaves it in `deps/` only).
+/// The plugin, freshly built for this profile. `cargo test --test X` and `cargo bench` compile the
+/// library for linking but need not refresh the shared object, so the first call builds it (a no-op
+/// when it is up to date).
 pub fn built_plugin() -> PathBuf {
-    let dir = profile_dir();
-    [dir.join("libomprpc.so"), dir.join("deps/libomprpc.so")]
-        .into_iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "no libomprpc.so in {}: run the tests with `cargo test`, which builds it",
-                dir.display()
-            )
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = profile_dir();
+            let mut cmd = Command::new(env!("CARGO"));
+            cmd.args(["build", "--lib", "--manifest-path"])
+                .arg(root().join("Cargo.toml"));
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let status = cmd.status().expect("running cargo build");
+            assert!(status.success(), "cargo build of the plugin failed");
+            let lib = dir.join("libomprpc.so");
+            assert!(lib.exists(), "{} is missing after cargo build", lib.display());
+            lib
         })
-}
-
-/// Builds the plugin in this profile's directory. Benchmarks call it first: `cargo bench` compiles the
-/// library for linking but does not refresh the shared object itself.
-pub fn build_plugin_for_bench() {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--lib", "--manifest-path"])
-        .arg(root().join("Cargo.toml"))
-        .status()
-        .expect("running cargo");
-    assert!(status.success(), "cargo build --release failed");
+        .clone()
 }
 
 /// A directory holding our plugin under `name` (copied, so the loader sees a separate object), for
