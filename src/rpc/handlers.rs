@@ -13,8 +13,8 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock, Weak};
 use super::ffi::{self, opcode};
 use super::server::{this_thread_is_serving, RpcServer};
 use crate::abi::api::{omprpc_packet, omprpc_port};
+use crate::abi::{guard, non_null};
 use crate::plugin::error::{Error, Result};
-use crate::plugin::log;
 
 /// A handler as C registers it: called with the port being served and the user's data pointer.
 pub type HandlerFn = unsafe extern "C" fn(port: *mut omprpc_port, user_data: *mut c_void);
@@ -109,53 +109,56 @@ pub unsafe extern "C" fn dispatch(port: ffi::Port, data: *mut c_void) {
 ///
 /// # Safety
 /// `port` is null or the `omprpc_port` that [`dispatch`] passed to a running handler.
-unsafe fn raw_port<'a>(port: *mut omprpc_port) -> Option<&'a ffi::Port> {
+unsafe fn raw_port<'a>(port: *mut omprpc_port) -> Result<&'a ffi::Port> {
     // SAFETY: per this function's contract, `handle` points to `dispatch`'s `ffi::Port`.
-    unsafe { port.as_ref().and_then(|p| p.handle.cast::<ffi::Port>().as_ref()) }
+    unsafe { port.as_ref().and_then(|p| p.handle.cast::<ffi::Port>().as_ref()) }.ok_or(Error::NullArg("the port"))
 }
 
-fn report_null(what: &str) {
-    log::error(format_args!(
-        "a host-service handler passed a NULL {what}; nothing was transferred"
-    ));
-}
+// The operations a handler finds in its `omprpc_port`. C calls them, so each runs inside the C
+// boundary guard: a NULL argument is reported, and nothing unwinds into the handler.
 
 unsafe extern "C" fn port_recv(port: *mut omprpc_port, packets: *mut omprpc_packet) -> u32 {
-    // SAFETY: C handlers pass the port they were given and room for `lanes` packets.
-    match unsafe { raw_port(port) } {
-        Some(raw) if !packets.is_null() => unsafe { recv(raw, packets.cast()) },
-        _ => {
-            report_null("port or packet array");
-            0
-        }
-    }
+    guard("omprpc_port_recv", || {
+        // SAFETY: C handlers pass the port they were given and room for `lanes` packets.
+        let raw = unsafe { raw_port(port) }?;
+        non_null(packets, "the packet array")?;
+        // SAFETY: as above.
+        Ok(unsafe { recv(raw, packets.cast()) })
+    })
 }
 
 unsafe extern "C" fn port_send(port: *mut omprpc_port, packets: *const omprpc_packet) -> u32 {
-    // SAFETY: as in `port_recv`, with `packets` readable.
-    match unsafe { raw_port(port) } {
-        Some(raw) if !packets.is_null() => unsafe { send(raw, packets.cast()) },
-        _ => {
-            report_null("port or packet array");
-            0
-        }
-    }
+    guard("omprpc_port_send", || {
+        // SAFETY: as in `port_recv`, with `packets` readable.
+        let raw = unsafe { raw_port(port) }?;
+        non_null(packets.cast_mut(), "the packet array")?;
+        // SAFETY: as above.
+        Ok(unsafe { send(raw, packets.cast()) })
+    })
 }
 
 unsafe extern "C" fn port_recv_n(port: *mut omprpc_port, data: *mut *mut c_void, sizes: *mut u64) {
-    // SAFETY: as in `port_recv`, with `lanes` entries in both arrays.
-    match unsafe { raw_port(port) } {
-        Some(raw) if !data.is_null() && !sizes.is_null() => unsafe { recv_n(raw, data, sizes) },
-        _ => report_null("port, data array or sizes array"),
-    }
+    guard("omprpc_port_recv_n", || {
+        // SAFETY: as in `port_recv`, with `lanes` entries in both arrays.
+        let raw = unsafe { raw_port(port) }?;
+        non_null(data, "the data array")?;
+        non_null(sizes, "the sizes array")?;
+        // SAFETY: as above.
+        unsafe { recv_n(raw, data, sizes) };
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn port_send_n(port: *mut omprpc_port, data: *const *const c_void, sizes: *const u64) {
-    // SAFETY: as in `port_recv_n`, with readable arrays.
-    match unsafe { raw_port(port) } {
-        Some(raw) if !data.is_null() && !sizes.is_null() => unsafe { send_n(raw, data, sizes) },
-        _ => report_null("port, data array or sizes array"),
-    }
+    guard("omprpc_port_send_n", || {
+        // SAFETY: as in `port_recv_n`, with readable arrays.
+        let raw = unsafe { raw_port(port) }?;
+        non_null(data.cast_mut(), "the data array")?;
+        non_null(sizes.cast_mut(), "the sizes array")?;
+        // SAFETY: as above.
+        unsafe { send_n(raw, data, sizes) };
+        Ok(())
+    })
 }
 
 /// Receives one packet per active lane into `packets` (lane order); returns how many.
