@@ -8,10 +8,11 @@ pub mod error;
 pub mod image;
 pub mod log;
 pub mod pool;
+pub mod sync;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 use crate::abi::types::{AsyncInfo, TargetTable};
 use crate::backend::{self, AllocKind, Backend, Event, LaunchBounds, Queue};
@@ -20,6 +21,7 @@ use config::{BackendKind, Config};
 use error::{Error, Result};
 use image::{HostEntry, Kernel, LoadedImage};
 use pool::Pool;
+use sync::{lock, read, write};
 
 /// A backend queue at a fixed address, so that `__tgt_async_info::Queue` can point at it.
 pub struct QueueSlot {
@@ -109,11 +111,6 @@ pub struct Plugin {
     devices: Vec<Device>,
     config: Config,
     requires_flags: AtomicI64,
-}
-
-/// Locks a mutex, tolerating poison: every update under these locks is a single step.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Plugin {
@@ -253,7 +250,7 @@ impl Plugin {
         let mut loaded = image::build(image_start, host_entries, module)?;
         self.attach_rpc(device, &*loaded.module)?;
         {
-            let mut kernels = device.kernels.write().unwrap_or_else(PoisonError::into_inner);
+            let mut kernels = write(&device.kernels);
             for &kernel in &loaded.kernels {
                 kernels.insert(kernel as *const Kernel as usize, kernel);
             }
@@ -343,15 +340,10 @@ impl Plugin {
         async_info: Option<&mut AsyncInfo>,
     ) -> Result<()> {
         let device = self.ready_device(id)?;
-        let kernel = *device
-            .kernels
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&addr)
-            .ok_or(Error::UnknownHandle {
-                what: "kernel entry",
-                addr,
-            })?;
+        let kernel = *read(&device.kernels).get(&addr).ok_or(Error::UnknownHandle {
+            what: "kernel entry",
+            addr,
+        })?;
         let backend = self.backend()?;
         let queue = match async_info {
             Some(info) => match device.queue(info)? {

@@ -2,10 +2,11 @@
 //! for the life of the process and is recycled rather than freed; a pointer that the pool did not hand
 //! out, or that was already given back, is recognised and refused instead of being dereferenced.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use crate::plugin::address_map::AddressSet;
 use crate::plugin::error::{Error, Result};
+use crate::plugin::sync::lock;
 
 /// A pool of `T`s with stable addresses.
 pub struct Pool<T: 'static> {
@@ -32,7 +33,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
 
     /// Takes a free item, or makes one with `make`.
     pub fn acquire(&self, make: impl FnOnce() -> Result<T>) -> Result<&'static T> {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = lock(&self.inner);
         let item = match inner.free.pop() {
             Some(item) => item,
             None => Box::leak(Box::new(make()?)),
@@ -43,7 +44,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
 
     /// Adds `count` fresh items up front, as libomptarget's `LIBOMPTARGET_NUM_INITIAL_*` ask.
     pub fn prefill(&self, count: usize, mut make: impl FnMut() -> Result<T>) -> Result<()> {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = lock(&self.inner);
         for _ in 0..count {
             let item: &'static T = Box::leak(Box::new(make()?));
             inner.free.push(item);
@@ -53,7 +54,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
 
     /// The item at `addr`, if this pool handed it out and it was not given back.
     pub fn get(&self, addr: usize) -> Result<&'static T> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let inner = lock(&self.inner);
         if !inner.in_use.contains(&addr) {
             return Err(Error::UnknownHandle { what: self.what, addr });
         }
@@ -63,7 +64,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
 
     /// Gives the item at `addr` back for reuse.
     pub fn release(&self, addr: usize) -> Result<()> {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = lock(&self.inner);
         if !inner.in_use.remove(&addr) {
             return Err(Error::UnknownHandle { what: self.what, addr });
         }
@@ -74,7 +75,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
 
     /// Items handed out and not given back.
     pub fn in_use(&self) -> Vec<&'static T> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let inner = lock(&self.inner);
         // SAFETY: every address in `in_use` is a leaked, never freed `T`.
         inner.in_use.iter().map(|&a| unsafe { &*(a as *const T) }).collect()
     }

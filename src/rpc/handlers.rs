@@ -8,13 +8,14 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, LazyLock, Mutex, RwLock, Weak};
 
 use super::ffi::{self, opcode};
 use super::server::{this_thread_is_serving, RpcServer};
 use crate::abi::api::{omprpc_packet, omprpc_port};
 use crate::abi::{guard, non_null};
 use crate::plugin::error::{Error, Result};
+use crate::plugin::sync::{lock, read, write};
 
 /// A handler as C registers it: called with the port being served and the user's data pointer.
 pub type HandlerFn = unsafe extern "C" fn(port: *mut omprpc_port, user_data: *mut c_void);
@@ -32,13 +33,8 @@ static SERVERS: LazyLock<Mutex<Vec<Weak<RpcServer>>>> = LazyLock::new(Default::d
 
 /// Installs every registered user opcode in a new `server` and keeps it for later registrations.
 pub fn attach(server: &Arc<RpcServer>) -> Result<()> {
-    let mut servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
-    let registered: Vec<(u16, &'static Handler)> = REGISTRY
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .map(|(&op, &h)| (op, h))
-        .collect();
+    let mut servers = lock(&SERVERS);
+    let registered: Vec<(u16, &'static Handler)> = read(&REGISTRY).iter().map(|(&op, &h)| (op, h)).collect();
     for (op, handler) in registered {
         server.install_user_opcode(op, handler)?;
     }
@@ -59,15 +55,12 @@ pub fn register(op: u16, function: HandlerFn, user_data: *mut c_void) -> Result<
             "a handler cannot be registered from inside a handler".into(),
         ));
     }
-    let servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
+    let servers = lock(&SERVERS);
     let handler: &'static Handler = Box::leak(Box::new(Handler {
         function,
         user_data: user_data as usize,
     }));
-    REGISTRY
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(op, handler);
+    write(&REGISTRY).insert(op, handler);
     for server in servers.iter().filter_map(Weak::upgrade) {
         server.install_user_opcode(op, handler)?;
     }
@@ -76,10 +69,7 @@ pub fn register(op: u16, function: HandlerFn, user_data: *mut c_void) -> Result<
 
 /// Whether a handler is registered for `op`.
 pub fn is_registered(op: u16) -> bool {
-    REGISTRY
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .contains_key(&op)
+    read(&REGISTRY).contains_key(&op)
 }
 
 /// libc's callback for every user opcode; `data` is the opcode's `Handler`.

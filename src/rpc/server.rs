@@ -6,13 +6,14 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::ffi::{self, opcode};
 use super::{handlers, DeviceMemory};
 use crate::plugin::address_map::AddressSet;
 use crate::plugin::error::{Error, Result};
 use crate::plugin::log;
+use crate::plugin::sync::{lock, read, write};
 
 thread_local! {
     /// Set while this thread is inside `rpc_handle_server`. libc's server calls `exit` from the
@@ -120,11 +121,7 @@ unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
             let size = buffer.data[0] as usize;
             let ptr = match state.memory.alloc(size.max(1)) {
                 Ok(ptr) => {
-                    state
-                        .blocks
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(ptr as usize);
+                    lock(&state.blocks).insert(ptr as usize);
                     ptr
                 }
                 Err(e) => {
@@ -149,7 +146,7 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             if ptr == 0 {
                 return;
             }
-            let known = state.blocks.lock().unwrap_or_else(PoisonError::into_inner).remove(&ptr);
+            let known = lock(&state.blocks).remove(&ptr);
             if known {
                 // SAFETY: `ptr` was handed out by this server's MALLOC and not freed since.
                 unsafe { state.memory.free(ptr as *mut c_void) };
@@ -252,7 +249,7 @@ impl RpcServer {
 
     /// Installs `callback` for `op` in libc's map, waiting until no thread is serving.
     fn register(&self, op: u16, callback: ffi::OpcodeCallback, data: *mut c_void) -> Result<()> {
-        let _exclusive = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+        let _exclusive = write(&self.gate);
         // SAFETY: `raw` is a live server; no thread is inside `rpc_handle_server` while `gate` is held
         // exclusively, so libc's unlocked map is not read concurrently; `data` lives as long as `self`.
         check("rpc_register_callback", unsafe {
@@ -281,12 +278,12 @@ impl RpcServer {
 
     /// Device address of the client object that this device's images share, once set.
     pub fn client_address(&self) -> Option<usize> {
-        *self.client_address.lock().unwrap_or_else(PoisonError::into_inner)
+        *lock(&self.client_address)
     }
 
     /// Records where the client object lives on the device.
     pub fn set_client_address(&self, addr: usize) {
-        *self.client_address.lock().unwrap_or_else(PoisonError::into_inner) = Some(addr);
+        *lock(&self.client_address) = Some(addr);
     }
 
     fn mailbox_word(&self, index: usize) -> u32 {
@@ -315,7 +312,7 @@ impl RpcServer {
             return false;
         }
         let status = {
-            let _shared = self.gate.read().unwrap_or_else(PoisonError::into_inner);
+            let _shared = read(&self.gate);
             SERVING.with(|s| s.set(true));
             // SAFETY: `raw` is a live server; libc serializes ports with its own locks.
             let status = unsafe { ffi::rpc_handle_server(self.raw) };

@@ -4,11 +4,12 @@
 //! program that never uses host services never has it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, Once, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, Once, RwLock};
 use std::time::Duration;
 
 use super::server::RpcServer;
 use crate::plugin::log;
+use crate::plugin::sync::{lock, read, wait, write};
 
 struct Service {
     servers: RwLock<Arc<Vec<Arc<RpcServer>>>>,
@@ -39,7 +40,7 @@ const MAX_NAP: Duration = Duration::from_micros(500);
 /// Adds `server` to those served, starting the thread on first use.
 pub fn add_server(server: Arc<RpcServer>) {
     {
-        let mut servers = SERVICE.servers.write().unwrap_or_else(PoisonError::into_inner);
+        let mut servers = write(&SERVICE.servers);
         let mut list = Vec::clone(&servers);
         list.push(server);
         *servers = Arc::new(list);
@@ -60,7 +61,7 @@ pub fn add_server(server: Arc<RpcServer>) {
 /// Marks a kernel that may call the host as running until the guard is dropped.
 pub fn kernel_running() -> KernelGuard {
     if SERVICE.active.fetch_add(1, Ordering::SeqCst) == 0 {
-        let _lock = SERVICE.sleep.lock().unwrap_or_else(PoisonError::into_inner);
+        let _lock = lock(&SERVICE.sleep);
         SERVICE.wake.notify_one();
     }
     KernelGuard(())
@@ -76,7 +77,7 @@ impl Drop for KernelGuard {
 }
 
 fn servers() -> Arc<Vec<Arc<RpcServer>>> {
-    Arc::clone(&SERVICE.servers.read().unwrap_or_else(PoisonError::into_inner))
+    Arc::clone(&read(&SERVICE.servers))
 }
 
 fn serve_forever() {
@@ -91,9 +92,9 @@ fn serve_forever() {
             servers = self::servers();
         }
         if SERVICE.active.load(Ordering::SeqCst) == 0 {
-            let mut lock = SERVICE.sleep.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut lock = lock(&SERVICE.sleep);
             while SERVICE.active.load(Ordering::SeqCst) == 0 {
-                lock = SERVICE.wake.wait(lock).unwrap_or_else(PoisonError::into_inner);
+                lock = wait(&SERVICE.wake, lock);
             }
             quiet_rounds = 0;
         }

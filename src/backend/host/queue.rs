@@ -8,11 +8,12 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex};
 
 use super::invoke;
 use crate::backend::{Event, Queue};
 use crate::plugin::error::{Error, Result};
+use crate::plugin::sync::{lock, wait};
 
 /// Raw device pointers carried from the submitting thread to the worker.
 #[derive(Clone, Copy)]
@@ -48,12 +49,6 @@ struct Shared {
     work: Condvar,
     /// Signalled when the queue becomes idle.
     idle: Condvar,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding these locks cannot leave the data half-updated (each update is one step),
-    // so a poisoned lock is still usable.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A host queue: operations run in submission order on the queue's own thread.
@@ -124,7 +119,7 @@ fn worker(shared: &Shared) {
                 shared.idle.notify_all();
             }
             state.worker_sleeping = true;
-            state = shared.work.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state = wait(&shared.work, state);
             state.worker_sleeping = false;
             continue;
         };
@@ -158,7 +153,7 @@ impl Queue for HostQueue {
         let mut state = lock(&self.shared.state);
         state.synchronizers += 1;
         while state.running || !state.ops.is_empty() {
-            state = self.shared.idle.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state = wait(&self.shared.idle, state);
         }
         state.synchronizers -= 1;
         Ok(())
@@ -239,7 +234,7 @@ impl EventState {
         let mut guard = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         while self.reached.load(Ordering::SeqCst) < generation {
-            guard = self.changed.wait(guard).unwrap_or_else(PoisonError::into_inner);
+            guard = wait(&self.changed, guard);
         }
         self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
