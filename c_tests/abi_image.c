@@ -14,3 +14,8 @@ void sum20(long *out, long a1, long a2, long a3, long a4, long a5, long a6, long
          11 * a11 + 12 * a12 + 13 * a13 + 14 * a14 + 15 * a15 + 16 * a16 + 17 * a17 + 18 * a18 +
          19 * a19;
 }
+
+#ifdef SECOND
+/* Only in the second variant: a different image, to check that a failed load leaves nothing behind. */
+void second_kernel(long *value) { *value = 2; }
+#endif

@@ -218,7 +218,13 @@ static inline FILE *omprpc_host_stream_(omprpc_file *f) {
   return v == 1 ? stdin : v == 2 ? stdout : v == 3 ? stderr : (FILE *)v;
 }
 
+/* The host serves some requests with the stream as a raw FILE*: only real host streams may go there. */
+static inline int omprpc_is_file_(omprpc_file *f) { return (uintptr_t)f > 3; }
+static inline int omprpc_writable_(omprpc_file *f) { return f == OMPRPC_STDOUT || f == OMPRPC_STDERR || omprpc_is_file_(f); }
+
 static inline size_t omprpc_write_(omprpc_file *f, const void *data, size_t size, uint16_t op) {
+  if (!omprpc_writable_(f))
+    return 0;
   if (!omprpc_rpc_active())
     return fwrite(data, 1, size, omprpc_host_stream_(f));
   omprpc_packet packet;
@@ -287,13 +293,15 @@ static inline uint64_t omprpc_simple_(uint16_t op, uint64_t a, uint64_t b, uint6
 }
 
 static inline int omprpc_fclose(omprpc_file *f) {
+  if (!omprpc_is_file_(f))
+    return EOF;
   if (!omprpc_rpc_active())
     return fclose(omprpc_host_stream_(f));
   return omprpc_simple_(OMPRPC_OP_CLOSE_FILE, (uintptr_t)f, 0, 0) == 0 ? 0 : EOF;
 }
 
 static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprpc_file *f) {
-  if (size == 0 || count == 0)
+  if (size == 0 || count == 0 || !f)
     return 0;
   if (!omprpc_rpc_active())
     return fread(buffer, size, count, omprpc_host_stream_(f));
@@ -310,7 +318,7 @@ static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprp
 }
 
 static inline char *omprpc_fgets(char *s, int count, omprpc_file *f) {
-  if (count < 1)
+  if (count < 1 || !f)
     return NULL;
   if (!omprpc_rpc_active())
     return fgets(s, count, omprpc_host_stream_(f));
@@ -326,12 +334,16 @@ static inline char *omprpc_fgets(char *s, int count, omprpc_file *f) {
 }
 
 static inline int omprpc_fseek(omprpc_file *f, long offset, int whence) {
+  if (!f)
+    return -1;
   if (!omprpc_rpc_active())
     return fseek(omprpc_host_stream_(f), offset, whence);
   return (int)omprpc_simple_(OMPRPC_OP_FSEEK, (uintptr_t)f, (uint64_t)offset, (uint64_t)whence);
 }
 
 static inline long omprpc_ftell(omprpc_file *f) {
+  if (!f)
+    return -1L;
   if (!omprpc_rpc_active())
     return ftell(omprpc_host_stream_(f));
   return (long)omprpc_simple_(OMPRPC_OP_FTELL, (uintptr_t)f, 0, 0);
@@ -344,12 +356,16 @@ static inline int omprpc_fflush(omprpc_file *f) {
 }
 
 static inline int omprpc_feof(omprpc_file *f) {
+  if (!f)
+    return 0;
   if (!omprpc_rpc_active())
     return feof(omprpc_host_stream_(f));
   return (int)omprpc_simple_(OMPRPC_OP_FEOF, (uintptr_t)f, 0, 0);
 }
 
 static inline int omprpc_ferror(omprpc_file *f) {
+  if (!f)
+    return 1;
   if (!omprpc_rpc_active())
     return ferror(omprpc_host_stream_(f));
   return (int)omprpc_simple_(OMPRPC_OP_FERROR, (uintptr_t)f, 0, 0);
@@ -376,7 +392,10 @@ static inline size_t omprpc_put_arg_(char *args, size_t used, size_t capacity, c
   return at + size;
 }
 
-/* Packs the arguments `format` asks for from `ap`; returns the bytes needed (may exceed capacity). */
+/* Packs the arguments `format` asks for from `ap` the way libc's server reads them; returns the bytes
+ * needed (may exceed capacity). Arguments are consumed as C defines the format, but only those the
+ * server's parser reads are stored: it reads nothing for %n (built without it) nor for a conversion
+ * with the ' flag (which it does not know, and prints as text). */
 static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *args, size_t capacity) {
   size_t used = 0;
   for (const char *p = format; *p; ++p) {
@@ -385,11 +404,16 @@ static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *arg
     ++p;
     if (*p == '%')
       continue;
-    while (*p && strchr("-+ #0'", *p))
+    int emit = 1;
+    while (*p && strchr("-+ #0'", *p)) {
+      if (*p == '\'')
+        emit = 0;
       ++p;
+    }
     if (*p == '*') {
       int v = va_arg(ap, int);
-      used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+      if (emit)
+        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
       ++p;
     } else {
       while (*p >= '0' && *p <= '9')
@@ -399,7 +423,8 @@ static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *arg
       ++p;
       if (*p == '*') {
         int v = va_arg(ap, int);
-        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+        if (emit)
+          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
         ++p;
       } else {
         while (*p >= '0' && *p <= '9')
@@ -423,29 +448,37 @@ static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *arg
     case 'd': case 'i': case 'o': case 'u': case 'x': case 'X': case 'c': case 'b': case 'B':
       if (longs == 0 || *p == 'c') {
         int v = va_arg(ap, int);
-        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+        if (emit)
+          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
       } else {
         long long v = va_arg(ap, long long);
-        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+        if (emit)
+          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
       }
       break;
     case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
       if (big) {
         long double v = va_arg(ap, long double);
-        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+        if (emit)
+          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
       } else {
         double v = va_arg(ap, double);
-        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+        if (emit)
+          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
       }
       break;
-    case 's': case 'p': case 'n': {
+    case 's': case 'p': {
       void *v = va_arg(ap, void *);
-      used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+      if (emit)
+        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
       break;
     }
-    default:
-      if (!*p)
-        return used;
+    case 'n':
+      (void)va_arg(ap, void *);
+      break;
+    case '\0':
+      return used;
+    default: /* unknown: text on the host, no argument in C either */
       break;
     }
   }
@@ -453,6 +486,8 @@ static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *arg
 }
 
 static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap) {
+  if (!omprpc_writable_(f))
+    return -1;
   if (!omprpc_rpc_active())
     return vfprintf(omprpc_host_stream_(f), format, ap);
   char small[256];
@@ -573,8 +608,13 @@ static inline void omprpc_abort(void) {
 /* ---- User host calls -------------------------------------------------------------------------- */
 
 /* Calls the host handler of user opcode `opcode` (0x8000 or above) with one packet, which the
- * handler's reply overwrites. The handler receives one packet and sends one back. */
+ * handler's reply overwrites. The handler receives one packet and sends one back. Without a server
+ * (omprpc_rpc_active() == 0) the reply is all zeros. */
 static inline void omprpc_call(uint16_t opcode, omprpc_packet *packet) {
+  if (!omprpc_rpc_active()) { /* no host handler can be reached: the reply is all zeros */
+    memset(packet, 0, sizeof *packet);
+    return;
+  }
   omprpc_client_port port = omprpc_open(opcode);
   omprpc_send(&port, packet);
   omprpc_recv(&port, packet);
@@ -586,6 +626,8 @@ static inline void omprpc_call(uint16_t opcode, omprpc_packet *packet) {
  * with omprpc_port_recv_n and replies with omprpc_port_send_n. */
 static inline uint64_t omprpc_call_bytes(uint16_t opcode, const void *in, uint64_t in_size, void *out,
                                          uint64_t out_capacity) {
+  if (!omprpc_rpc_active()) /* no host handler can be reached: an empty reply */
+    return 0;
   omprpc_client_port port = omprpc_open(opcode);
   omprpc_send_n(&port, in, in_size);
   uint64_t size = omprpc_recv_n(&port, out, out_capacity);

@@ -115,11 +115,11 @@ fn expect_silence<T>(f: impl FnOnce() -> T) -> T {
     value
 }
 
-fn build_image() -> Vec<u8> {
+fn build_image(variant: &str) -> Vec<u8> {
     support::require_toolchain();
-    let out = support::scratch().join("abi_image.so");
+    let out = support::scratch().join(format!("abi_image{variant}.so"));
     let status = Command::new("clang-16")
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", variant])
         .arg(support::root().join("c_tests/abi_image.c"))
         .arg("-o")
         .arg(&out)
@@ -222,7 +222,8 @@ fn args_for(n: u32, nowait: bool) -> KernelArgs {
 fn entry_points_fail_cleanly_on_bad_input() {
     let dir = support::host_plugin_dir();
     let api = open(&dir.join("libomptarget.rtl.x86_64.nextgen.so"));
-    let image_bytes = build_image();
+    let image_bytes = build_image("-DFIRST");
+    let second_bytes = build_image("-DSECOND");
     // SAFETY (whole test): every call passes arguments of the documented C types; the bad ones are
     // exactly what the plugin must survive.
     unsafe {
@@ -286,9 +287,30 @@ fn entry_points_fail_cleanly_on_bad_input() {
             assert!((api.load_binary)(0, &dangling).is_null())
         });
         let missing = [entry(c"add_one", 0), entry(c"no_such_kernel", 0)];
+        // A load that fails after the image was opened must leave nothing behind: the next image (a
+        // different one) gets the same descriptor number, and must not be handed the failed one.
         expect_error("no symbol 'no_such_kernel'", || {
             assert!((api.load_binary)(0, &image_of(&image_bytes, &missing)).is_null())
         });
+        let second = [entry(c"second_kernel", 0)];
+        let second_table = expect_silence(|| (api.load_binary)(0, &image_of(&second_bytes, &second)));
+        assert!(!second_table.is_null(), "the second image loads after the failed one");
+        let mut two = 0i64;
+        let mut two_arg: *mut c_void = (&mut two as *mut i64).cast();
+        let mut zero_offset = 0isize;
+        let second_kernel = (*(*second_table).begin).addr;
+        assert_eq!(
+            (api.launch_kernel)(
+                0,
+                second_kernel,
+                &mut two_arg,
+                &mut zero_offset,
+                &args_for(1, false),
+                null_mut()
+            ),
+            0
+        );
+        assert_eq!(two, 2, "the second image's own code ran");
         let bad_name = [Entry {
             name: 0x10 as *const c_char,
             ..entry(c"x", 0)

@@ -14,9 +14,12 @@ use super::types::{
 use super::{guard, non_null, size_arg};
 use crate::backend::{AllocKind, LaunchBounds, IMAGE_HEADER_BYTES};
 use crate::plugin;
+use crate::plugin::address_map::AddressSet;
 use crate::plugin::error::{Error, Result};
 use crate::plugin::image::HostEntry;
 use crate::plugin::log;
+use crate::plugin::sync::lock;
+use std::sync::{LazyLock, Mutex};
 
 /// Largest image accepted, far above real device images, so a corrupt end pointer is caught early.
 const MAX_IMAGE_BYTES: usize = 1 << 32;
@@ -536,6 +539,7 @@ pub unsafe extern "C" fn __tgt_rtl_init_async_info(global_id: i32, out: *mut *mu
         let info = Box::into_raw(Box::new(AsyncInfo {
             queue: std::ptr::null_mut(),
         }));
+        lock(&INTEROP_ASYNC_INFOS).insert(info as usize);
         // SAFETY: non-null and writable per the contract.
         unsafe { *out = info };
         Ok(OFFLOAD_SUCCESS)
@@ -574,15 +578,25 @@ pub unsafe extern "C" fn __tgt_rtl_init_device_info(
     result
 }
 
-/// Frees an async info made by `init_async_info` after waiting for its work.
+/// Async infos handed out by `init_async_info`, so that `release_async_info` frees only those.
+static INTEROP_ASYNC_INFOS: LazyLock<Mutex<AddressSet>> = LazyLock::new(Default::default);
+
+/// Frees an async info made by `init_async_info` after waiting for its work; anything else is refused.
 ///
 /// # Safety
-/// `info` is null or was returned by `__tgt_rtl_init_async_info` and not released.
+/// `info` is null or a pointer; only one from `__tgt_rtl_init_async_info` is used.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_release_async_info(id: i32, info: *mut AsyncInfo) -> i32 {
     guard("release_async_info", || {
         let info = non_null(info, "the async info")?;
-        // SAFETY: per the contract, `info` came from Box::into_raw in init_async_info.
+        if !lock(&INTEROP_ASYNC_INFOS).remove(&(info as usize)) {
+            return Err(Error::UnknownHandle {
+                what: "async info",
+                addr: info as usize,
+            });
+        }
+        // SAFETY: the address was in the set, so it came from Box::into_raw in init_async_info and was
+        // not released since (it has just been removed).
         let mut info = unsafe { Box::from_raw(info) };
         if !info.queue.is_null() {
             plugin().synchronize(id, &mut info)?;

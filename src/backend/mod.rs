@@ -155,7 +155,10 @@ pub trait Backend: Send + Sync {
 /// Opens the backend `kind`; an error means zero devices, with the error as the reason.
 pub fn open(kind: BackendKind, config: &Config) -> Result<Box<dyn Backend>> {
     match kind {
-        BackendKind::Host => Ok(Box::new(host::HostBackend::new(config.host_devices))),
+        BackendKind::Host => Ok(Box::new(host::HostBackend::new(
+            config.host_devices,
+            config.kernel_stack_bytes,
+        ))),
         BackendKind::Cuda => cuda::open(),
         BackendKind::Amdgpu => amdgpu::open(),
     }

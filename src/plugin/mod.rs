@@ -499,9 +499,17 @@ impl Plugin {
     /// `synchronize` should: the work may be waiting for one of them.
     fn serve_while_waiting(&self, queue: &QueueSlot) -> Result<()> {
         #[cfg(feature = "rpc")]
-        while !queue.queue.is_idle()? {
-            if !crate::rpc::service::serve_all_once() {
-                std::thread::yield_now();
+        {
+            // The serving thread serves too, so back off to short naps rather than take a core from
+            // the kernel.
+            let mut nap = std::time::Duration::from_micros(1);
+            while !queue.queue.is_idle()? {
+                if crate::rpc::service::serve_all_once() {
+                    nap = std::time::Duration::from_micros(1);
+                } else {
+                    std::thread::sleep(nap);
+                    nap = (nap * 2).min(std::time::Duration::from_micros(200));
+                }
             }
         }
         #[cfg(not(feature = "rpc"))]

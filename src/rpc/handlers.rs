@@ -55,13 +55,19 @@ pub fn register(op: u16, function: HandlerFn, user_data: *mut c_void) -> Result<
             "a handler cannot be registered from inside a handler".into(),
         ));
     }
-    let servers = lock(&SERVERS);
-    let handler: &'static Handler = Box::leak(Box::new(Handler {
-        function,
-        user_data: user_data as usize,
-    }));
-    write(&REGISTRY).insert(op, handler);
-    for server in servers.iter().filter_map(Weak::upgrade) {
+    // Record the handler and take the list of servers under SERVERS, then install without it: a
+    // server made meanwhile reads the registry in `attach` and installs the handler itself.
+    let servers: Vec<Arc<RpcServer>> = {
+        let servers = lock(&SERVERS);
+        let handler: &'static Handler = Box::leak(Box::new(Handler {
+            function,
+            user_data: user_data as usize,
+        }));
+        write(&REGISTRY).insert(op, handler);
+        servers.iter().filter_map(Weak::upgrade).collect()
+    };
+    let handler = *read(&REGISTRY).get(&op).expect("just registered");
+    for server in servers {
         server.install_user_opcode(op, handler)?;
     }
     Ok(())

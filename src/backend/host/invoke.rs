@@ -8,7 +8,7 @@
 use std::ffi::c_void;
 
 /// Largest argument count accepted, far above what any compiler emits; guards the stack frame size.
-pub const MAX_KERNEL_ARGS: usize = 1 << 16;
+pub const MAX_KERNEL_ARGS: usize = 1 << 14;
 
 /// Calls `function` with `args` as its pointer-sized arguments.
 ///
@@ -34,18 +34,19 @@ unsafe extern "sysv64" fn trampoline(function: *const c_void, args: *const *mut 
         "mov r11, rdx",
         "cmp r11, 6",
         "jbe 3f",
-        // Stack arguments 6..count go to [rsp], [rsp+8], ... in order.
+        // Stack arguments 6..count go to [rsp], [rsp+8], ... in order. They are written from the
+        // last down, so the new stack is touched page by page from the top and a stack too small
+        // faults on its guard page instead of writing past it.
         "lea rcx, [r11 - 6]",
         "lea rdx, [rcx*8 + 15]",
         "and rdx, -16",
         "sub rsp, rdx",
-        "xor r8d, r8d",
         "2:",
-        "mov r9, [r10 + r8*8 + 48]",
-        "mov [rsp + r8*8], r9",
-        "inc r8",
-        "cmp r8, rcx",
-        "jb 2b",
+        "dec rcx",
+        "mov r9, [r10 + rcx*8 + 48]",
+        "mov [rsp + rcx*8], r9",
+        "test rcx, rcx",
+        "jnz 2b",
         "3:",
         // Register arguments, only as many as there are, so the array is never read past its end.
         "test r11, r11",
@@ -97,7 +98,7 @@ mod tests {
     extern "C" fn nine(a: usize, b: usize, c: usize, d: usize, e: usize, f: usize, g: usize, h: usize, i: usize) {
         // Stack arguments must arrive in order, and the stack must be 16-byte aligned for SSE code.
         let local = 0u128;
-        let aligned = (&local as *const u128 as usize) % 16 == 0;
+        let aligned = (&local as *const u128 as usize).is_multiple_of(16);
         SEEN.store(
             a + 2 * b
                 + 3 * c

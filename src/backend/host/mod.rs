@@ -18,12 +18,17 @@ use crate::rpc::DeviceMemory;
 /// The host backend: `devices` independent copies of every image in one address space.
 pub struct HostBackend {
     devices: usize,
+    /// Stack of the threads that run queued (`nowait`) kernels.
+    kernel_stack_bytes: usize,
 }
 
 impl HostBackend {
-    /// A backend with `devices` host devices.
-    pub fn new(devices: usize) -> HostBackend {
-        HostBackend { devices }
+    /// A backend with `devices` host devices whose queued kernels run on stacks of `kernel_stack_bytes`.
+    pub fn new(devices: usize, kernel_stack_bytes: usize) -> HostBackend {
+        HostBackend {
+            devices,
+            kernel_stack_bytes,
+        }
     }
 }
 
@@ -128,7 +133,7 @@ impl Backend for HostBackend {
     }
 
     fn create_queue(&self, _device: usize) -> Result<Box<dyn Queue>> {
-        Ok(Box::new(HostQueue::new()))
+        Ok(Box::new(HostQueue::new(self.kernel_stack_bytes)))
     }
 
     fn create_event(&self, _device: usize) -> Result<Box<dyn Event>> {
@@ -283,6 +288,16 @@ impl HostModule {
             });
         }
         Ok(addr)
+    }
+}
+
+impl Drop for HostModule {
+    /// Only a module whose load failed half-way is dropped (loaded images live as long as the
+    /// process). It must be closed before its memfd: the next image would get the same descriptor
+    /// number, hence the same path, and glibc would hand back this object instead of loading it.
+    fn drop(&mut self) {
+        // SAFETY: `handle` came from dlopen and nothing else holds it; the memfd closes after this.
+        unsafe { libc::dlclose(self.handle) };
     }
 }
 

@@ -5,7 +5,7 @@
 //! nothing extra.
 
 use std::any::Any;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -54,13 +54,16 @@ struct Shared {
 /// A host queue: operations run in submission order on the queue's own thread.
 pub struct HostQueue {
     shared: Arc<Shared>,
+    /// Stack of the queue's thread, which runs kernels as a program's main thread would.
+    stack_bytes: usize,
 }
 
 impl HostQueue {
-    /// Makes an empty queue; its thread starts with the first operation.
-    pub fn new() -> HostQueue {
+    /// Makes an empty queue whose thread, started with the first operation, has `stack_bytes` of stack.
+    pub fn new(stack_bytes: usize) -> HostQueue {
         HostQueue {
             shared: Arc::new(Shared::default()),
+            stack_bytes,
         }
     }
 
@@ -70,6 +73,7 @@ impl HostQueue {
             let shared = Arc::clone(&self.shared);
             std::thread::Builder::new()
                 .name("omprpc-queue".into())
+                .stack_size(self.stack_bytes)
                 .spawn(move || worker(&shared))
                 .map_err(|e| Error::Os {
                     call: "starting a host queue thread",
@@ -101,12 +105,6 @@ impl HostQueue {
             src: SendPtr(src.cast_mut()),
             size,
         })
-    }
-}
-
-impl Default for HostQueue {
-    fn default() -> Self {
-        HostQueue::new()
     }
 }
 
@@ -167,10 +165,15 @@ impl Queue for HostQueue {
     fn record(&self, event: &dyn Event) -> Result<()> {
         let event = host_event(event)?;
         let generation = event.state.next_generation();
-        self.push(Op::Record {
+        let pushed = self.push(Op::Record {
             event: Arc::clone(&event.state),
             generation,
-        })
+        });
+        if pushed.is_err() {
+            // The recording will never run; count it reached so that waiters do not hang.
+            event.state.reach(generation);
+        }
+        pushed
     }
 
     fn wait(&self, event: &dyn Event) -> Result<()> {
@@ -194,18 +197,22 @@ fn host_event(event: &dyn Event) -> Result<&HostEvent> {
         .ok_or_else(|| Error::InvalidArg("an event of another backend was passed to a host queue".into()))
 }
 
-/// An event's progress. Recording and reaching are plain atomics, so that events recorded with nothing
-/// outstanding (libomptarget records one per new mapping) cost no lock and no system call; the lock and
-/// condition variable come into play only while someone waits.
+/// An event's progress: recordings are numbered 1, 2, ...; `reached` says that every recording up to
+/// it has been reached, so a wait for recording g ends only when g itself (and all before it) is done,
+/// even if a later recording on a faster queue finished first. In the usual case — recordings reached
+/// in order, nobody waiting — this costs two atomic operations and no lock.
 #[derive(Default)]
 struct EventState {
     /// How many times the event was recorded.
     recorded: AtomicU64,
-    /// The highest recording whose preceding work has finished.
+    /// Every recording up to this one has been reached.
     reached: AtomicU64,
+    /// Recordings reached while an earlier one was outstanding, guarded by `lock`.
+    early: Mutex<BTreeSet<u64>>,
+    /// Entries in `early`, readable without the lock.
+    early_count: AtomicUsize,
     /// Threads blocked in `wait_for`.
     waiters: AtomicUsize,
-    lock: Mutex<()>,
     changed: Condvar,
 }
 
@@ -219,11 +226,35 @@ impl EventState {
     }
 
     fn reach(&self, generation: u64) {
-        self.reached.fetch_max(generation, Ordering::SeqCst);
+        let in_order = self
+            .reached
+            .compare_exchange(generation - 1, generation, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if !in_order {
+            let mut early = lock(&self.early);
+            early.insert(generation);
+            self.early_count.fetch_add(1, Ordering::SeqCst);
+            self.advance(&mut early);
+        } else if self.early_count.load(Ordering::SeqCst) > 0 {
+            self.advance(&mut lock(&self.early));
+        }
         // Pairs with the waiter's increment-then-check: either it sees the new value, or we see it.
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _guard = lock(&self.lock);
+            let _guard = lock(&self.early);
             self.changed.notify_all();
+        }
+    }
+
+    /// Moves `reached` over recordings that finished early and now follow it. Holds the `early` lock.
+    fn advance(&self, early: &mut BTreeSet<u64>) {
+        loop {
+            let reached = self.reached.load(Ordering::SeqCst);
+            if !early.remove(&(reached + 1)) {
+                return;
+            }
+            self.early_count.fetch_sub(1, Ordering::SeqCst);
+            // Each recording is reached once, so nobody else can move `reached` from here.
+            self.reached.store(reached + 1, Ordering::SeqCst);
         }
     }
 
@@ -231,7 +262,7 @@ impl EventState {
         if self.reached.load(Ordering::SeqCst) >= generation {
             return;
         }
-        let mut guard = lock(&self.lock);
+        let mut guard = lock(&self.early);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         while self.reached.load(Ordering::SeqCst) < generation {
             guard = wait(&self.changed, guard);
@@ -271,7 +302,7 @@ mod tests {
 
     #[test]
     fn copies_run_in_order_and_synchronize_waits() {
-        let queue = HostQueue::new();
+        let queue = HostQueue::new(1 << 20);
         let a = [1u8, 2, 3, 4];
         let mut b = [0u8; 4];
         let mut c = [0u8; 4];
@@ -291,8 +322,8 @@ mod tests {
 
     #[test]
     fn events_order_work_across_queues() {
-        let first = HostQueue::new();
-        let second = HostQueue::new();
+        let first = HostQueue::new(1 << 20);
+        let second = HostQueue::new(1 << 20);
         let event = HostEvent::default();
         first.push_launch(spin_until_gate_opens as *mut c_void, &[]).unwrap();
         first.record(&event).unwrap();
@@ -310,6 +341,33 @@ mod tests {
         event.synchronize().unwrap();
         assert_eq!(dst, src);
         first.synchronize().unwrap();
+    }
+
+    #[test]
+    fn a_wait_is_not_released_by_a_later_recording() {
+        // Recording 1 is queued behind a kernel that waits on a gate; recording 2 happens at once.
+        static GATE2: AtomicU32 = AtomicU32::new(0);
+        extern "C" fn spin_until_gate2_opens() {
+            while GATE2.load(Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let slow = HostQueue::new(1 << 20);
+        let waiting = HostQueue::new(1 << 20);
+        let event = HostEvent::default();
+        slow.push_launch(spin_until_gate2_opens as *mut c_void, &[]).unwrap();
+        slow.record(&event).unwrap();
+        waiting.wait(&event).unwrap();
+        event.record_now().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !waiting.is_idle().unwrap(),
+            "the wait for recording 1 must outlast recording 2"
+        );
+        GATE2.store(1, Ordering::SeqCst);
+        waiting.synchronize().unwrap();
+        slow.synchronize().unwrap();
+        event.synchronize().unwrap();
     }
 
     #[test]
