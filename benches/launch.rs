@@ -9,7 +9,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{build_program, check_ours_ran, check_stock_ran, run, Plugin};
+use support::{build_program, check_ours_ran, check_stock_ran, median, run, Plugin};
 
 const ROUNDS: usize = 15;
 const LAUNCHES: &str = "30000";
@@ -49,11 +49,6 @@ fn instructions(mode: &str, plugin: Plugin) -> Option<u64> {
         .lines()
         .find_map(|l| l.split("Collected :").nth(1))
         .and_then(|v| v.trim().parse().ok())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 fn main() {

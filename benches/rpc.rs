@@ -8,7 +8,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{build_program, run, Plugin};
+use support::{build_program, median, run, Plugin};
 
 fn measure(args: &[&str], ports: Option<&str>, prefix: &str) -> f64 {
     let exe = build_program("bench_rpc.c");
@@ -26,11 +26,6 @@ fn measure(args: &[&str], ports: Option<&str>, prefix: &str) -> f64 {
         .find_map(|l| l.strip_prefix(prefix))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no '{prefix}' in {stdout}"))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 fn main() {

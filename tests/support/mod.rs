@@ -271,3 +271,9 @@ pub fn check_stock_ran(stderr: &str) -> Result<(), String> {
         Err(format!("the stock plugin {stock} was not mapped; mapped: {mapped:?}"))
     }
 }
+
+/// The median of benchmark samples.
+pub fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
