@@ -11,8 +11,8 @@ mod support;
 
 use support::{build_program, check_ours_ran, check_stock_ran, median, run, Plugin};
 
-const ROUNDS: usize = 15;
-const LAUNCHES: &str = "30000";
+const ROUNDS: usize = 11;
+const LAUNCHES: &str = "100000";
 
 fn ns_per_launch(mode: &str, plugin: Plugin) -> f64 {
     let exe = build_program("bench_launch.c");
@@ -33,12 +33,12 @@ fn ns_per_launch(mode: &str, plugin: Plugin) -> f64 {
 
 /// Instructions a whole run executes, counted by callgrind: unlike time, the same from run to run, so it
 /// shows small differences that timing noise on a shared machine hides.
-fn instructions(mode: &str, plugin: Plugin) -> Option<u64> {
+fn instructions(mode: &str, plugin: Plugin, launches: &str) -> Option<u64> {
     let exe = build_program("bench_launch.c");
     let mut cmd = std::process::Command::new("valgrind");
     cmd.args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
         .arg(&exe)
-        .args([mode, "5000"]);
+        .args([mode, launches]);
     match plugin {
         Plugin::Ours => cmd.env("LD_LIBRARY_PATH", support::host_plugin_dir()),
         Plugin::Stock => cmd.env_remove("LD_LIBRARY_PATH"),
@@ -79,10 +79,17 @@ fn main() {
             median(ratios)
         );
     }
-    println!("instructions per run of 5000 launches (callgrind, whole process)");
+    println!("instructions per launch (callgrind; the difference between 10000 and 5000 launches, so that");
+    println!("start-up does not count)");
+    println!("{:<8} {:>10} {:>10} {:>12}", "region", "ours", "stock", "ours/stock");
     for mode in ["empty", "scalar"] {
-        match (instructions(mode, Plugin::Ours), instructions(mode, Plugin::Stock)) {
-            (Some(o), Some(s)) => println!("{mode:<8} {o:>12} {s:>12} {:>12.3}", o as f64 / s as f64),
+        let per_launch = |plugin| -> Option<f64> {
+            let short = instructions(mode, plugin, "5000")?;
+            let long = instructions(mode, plugin, "10000")?;
+            Some((long as f64 - short as f64) / 5000.0)
+        };
+        match (per_launch(Plugin::Ours), per_launch(Plugin::Stock)) {
+            (Some(o), Some(s)) => println!("{mode:<8} {o:>10.0} {s:>10.0} {:>12.3}", o / s),
             _ => println!("{mode:<8} valgrind is not installed (apt-get install valgrind); no instruction counts"),
         }
     }
