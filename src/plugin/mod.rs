@@ -23,7 +23,8 @@ use image::{HostEntry, Kernel, LoadedImage};
 use pool::Pool;
 use sync::{lock, read, write};
 
-/// A backend queue at a fixed address, so that `__tgt_async_info::Queue` can point at it.
+/// A backend queue with the bookkeeping the core keeps for it; `__tgt_async_info::Queue` holds its
+/// pool handle.
 pub struct QueueSlot {
     queue: Box<dyn Queue>,
     /// Keeps the RPC service polling for kernels queued here until the queue is released.
@@ -47,7 +48,7 @@ impl QueueSlot {
     }
 }
 
-/// A backend event at a fixed address, handed to libomptarget as `void *`.
+/// A backend event; libomptarget holds its pool handle as `void *`.
 pub struct EventSlot {
     event: Box<dyn Event>,
 }
@@ -349,10 +350,10 @@ impl Plugin {
             Some(info) => match device.queue(info)? {
                 Some(queue) => Some(queue),
                 None if nowait => {
-                    let queue = device
+                    let (handle, queue) = device
                         .queues
                         .acquire(|| Ok(QueueSlot::new(backend.create_queue(device.index)?)))?;
-                    info.queue = queue as *const QueueSlot as *mut c_void;
+                    info.queue = handle as *mut c_void;
                     Some(queue)
                 }
                 None => None,
@@ -430,12 +431,12 @@ impl Plugin {
     pub fn create_event(&self, id: i32) -> Result<*mut c_void> {
         let device = self.ready_device(id)?;
         let backend = self.backend()?;
-        let slot = device.events.acquire(|| {
+        let (handle, _) = device.events.acquire(|| {
             Ok(EventSlot {
                 event: backend.create_event(device.index)?,
             })
         })?;
-        Ok(slot as *const EventSlot as *mut c_void)
+        Ok(handle as *mut c_void)
     }
 
     /// Records `event` after the work queued on `async_info` (at once when nothing is queued).
