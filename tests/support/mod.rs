@@ -80,25 +80,30 @@ pub fn built_plugin() -> PathBuf {
         .clone()
 }
 
-/// A directory holding our plugin under `name` (copied, so the loader sees a separate object), for
-/// putting first on `LD_LIBRARY_PATH`.
-pub fn plugin_dir_as(name: &str) -> PathBuf {
-    static DIRS: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let mut dirs = DIRS
+/// A cache of paths made once per key and test process.
+type PathCache = OnceLock<Mutex<HashMap<String, PathBuf>>>;
+
+/// The path `make` produced for `key` in this test process, making it on first use.
+fn once_per_process(cache: &'static PathCache, key: &str, make: impl FnOnce() -> PathBuf) -> PathBuf {
+    let mut paths = cache
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    if let Some(dir) = dirs.get(name) {
-        return dir.clone();
-    }
-    let dir = scratch().join(format!("plugin-{name}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dest = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::copy(built_plugin(), &tmp).unwrap();
-    std::fs::rename(&tmp, &dest).unwrap();
-    dirs.insert(name.to_string(), dir.clone());
-    dir
+    paths.entry(key.to_string()).or_insert_with(make).clone()
+}
+
+/// A directory holding our plugin under `name` (copied, so the loader sees a separate object), for
+/// putting first on `LD_LIBRARY_PATH`.
+pub fn plugin_dir_as(name: &str) -> PathBuf {
+    static DIRS: PathCache = OnceLock::new();
+    once_per_process(&DIRS, name, || {
+        let dir = scratch().join(format!("plugin-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::copy(built_plugin(), &tmp).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
+        dir
+    })
 }
 
 /// The directory with our plugin installed as the host plugin.
@@ -110,14 +115,11 @@ pub fn host_plugin_dir() -> PathBuf {
 /// test process and returns the executable.
 pub fn build_program(file: &str) -> PathBuf {
     require_toolchain();
-    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let mut built = BUILT
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if let Some(exe) = built.get(file) {
-        return exe.clone();
-    }
+    static BUILT: PathCache = OnceLock::new();
+    once_per_process(&BUILT, file, || compile_program(file))
+}
+
+fn compile_program(file: &str) -> PathBuf {
     let src = if file.contains('/') {
         root().join(file)
     } else {
@@ -151,7 +153,6 @@ pub fn build_program(file: &str) -> PathBuf {
         src.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    built.insert(file.to_string(), exe.clone());
     exe
 }
 
