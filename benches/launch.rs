@@ -9,20 +9,19 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{build_program, check_ours_ran, check_stock_ran, median, run, Plugin};
+use support::{build_program, check_ours_ran, check_stock_ran, median, run_text, Plugin};
 
 const ROUNDS: usize = 11;
 const LAUNCHES: &str = "100000";
 
 fn ns_per_launch(mode: &str, plugin: Plugin) -> f64 {
     let exe = build_program("bench_launch.c");
-    let out = run(&exe, &[mode, LAUNCHES], plugin, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &[mode, LAUNCHES], plugin, &[]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(out.status.success(), "{mode} with {plugin:?} failed: {stdout}{stderr}");
     match plugin {
-        Plugin::Ours => check_ours_ran(&stderr).unwrap(),
-        Plugin::Stock => check_stock_ran(&stderr).unwrap(),
+        Plugin::Ours => check_ours_ran(stderr).unwrap(),
+        Plugin::Stock => check_stock_ran(stderr).unwrap(),
     }
     stdout
         .lines()

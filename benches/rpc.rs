@@ -8,18 +8,18 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{build_program, median, run, Plugin};
+use support::{build_program, median, run_text, Plugin};
 
 fn measure(args: &[&str], ports: Option<&str>, prefix: &str) -> f64 {
     let exe = build_program("bench_rpc.c");
     let env: Vec<(&str, &str)> = ports.map(|p| ("OMPRPC_RPC_PORTS", p)).into_iter().collect();
-    let out = run(&exe, args, Plugin::Ours, &env);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = run_text(&exe, args, Plugin::Ours, &env);
+    let stdout = &out.stdout;
     assert!(
         out.status.success(),
         "{args:?}: {}\n{stdout}\n{}",
         out.status,
-        String::from_utf8_lossy(&out.stderr)
+        out.stderr
     );
     stdout
         .lines()

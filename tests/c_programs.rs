@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{build_program, check_ours_ran, check_stock_ran, other_stderr, run, Plugin};
+use support::{build_program, check_ours_ran, check_stock_ran, other_stderr, run_text, Plugin};
 
 fn programs() -> Vec<(String, String)> {
     let dir = support::root().join("c_tests");
@@ -30,30 +30,28 @@ fn programs() -> Vec<(String, String)> {
 
 fn check(file: &str, expected: &str) -> Result<(), String> {
     let exe = build_program(file);
-    let ours = run(&exe, &[], Plugin::Ours, &[]);
-    let ours_out = String::from_utf8_lossy(&ours.stdout);
-    let ours_err = String::from_utf8_lossy(&ours.stderr);
+    let ours = run_text(&exe, &[], Plugin::Ours, &[]);
+    let (ours_out, ours_err) = (&ours.stdout, &ours.stderr);
     if !ours.status.success() {
         return Err(format!(
             "exited with {} under our plugin; stderr:\n{ours_err}",
             ours.status
         ));
     }
-    check_ours_ran(&ours_err)?;
+    check_ours_ran(ours_err)?;
     if ours_out != expected {
         return Err(format!("stdout under our plugin:\n{ours_out}\nexpected:\n{expected}"));
     }
-    let noise = other_stderr(&ours_err);
+    let noise = other_stderr(ours_err);
     if !noise.is_empty() {
         return Err(format!("our plugin was not silent on stderr:\n{noise}"));
     }
     if file.starts_with("rpc_") {
         return Ok(());
     }
-    let stock = run(&exe, &[], Plugin::Stock, &[]);
-    let stock_out = String::from_utf8_lossy(&stock.stdout);
-    let stock_err = String::from_utf8_lossy(&stock.stderr);
-    check_stock_ran(&stock_err)?;
+    let stock = run_text(&exe, &[], Plugin::Stock, &[]);
+    let (stock_out, stock_err) = (&stock.stdout, &stock.stderr);
+    check_stock_ran(stock_err)?;
     if stock_out != ours_out {
         return Err(format!(
             "stdout differs from the stock plugin's:\nours:\n{ours_out}\nstock:\n{stock_out}"

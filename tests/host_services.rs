@@ -7,16 +7,15 @@ mod support;
 use std::collections::BTreeSet;
 use std::os::unix::process::ExitStatusExt;
 
-use support::{build_program, check_ours_ran, run, Plugin};
+use support::{build_program, check_ours_ran, run_text, Plugin};
 
 #[test]
 fn thousands_of_concurrent_calls_each_arrive_once() {
     let exe = build_program("rpc_concurrent.c");
-    let out = run(&exe, &["4000"], Plugin::Ours, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &["4000"], Plugin::Ours, &[]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(out.status.success(), "{}\n{stderr}", out.status);
-    check_ours_ran(&stderr).unwrap();
+    check_ours_ran(stderr).unwrap();
     assert!(!stderr.contains("omprpc error"), "{stderr}");
     let mut seen = BTreeSet::new();
     for line in stdout.lines().filter(|l| l.starts_with("call ")) {
@@ -36,9 +35,8 @@ fn check_exit(mode: &str) {
     let exe = build_program("rpc_exit.c");
     let file = support::scratch().join(format!("rpc_exit_{mode}.txt"));
     let _ = std::fs::remove_file(&file);
-    let out = run(&exe, &[file.to_str().unwrap(), mode], Plugin::Ours, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &[file.to_str().unwrap(), mode], Plugin::Ours, &[]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -69,9 +67,8 @@ fn device_exit_from_a_nowait_region_does_not_hang_teardown() {
 #[test]
 fn an_unhandled_opcode_is_an_error_not_a_hang() {
     let exe = build_program("rpc_unknown_opcode.c");
-    let out = run(&exe, &[], Plugin::Ours, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &[], Plugin::Ours, &[]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert_eq!(stdout, "device: calling opcode 0x9abc\n");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("omprpc error: ")).collect();
@@ -89,9 +86,8 @@ fn an_unhandled_opcode_is_an_error_not_a_hang() {
 #[test]
 fn device_abort_aborts_with_a_message() {
     let exe = build_program("rpc_abort.c");
-    let out = run(&exe, &[], Plugin::Ours, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &[], Plugin::Ours, &[]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{}\n{stderr}", out.status);
     assert_eq!(stdout, "device: about to abort\n");
     assert!(stderr.contains("omprpc: abort() called on the device"), "{stderr}");
@@ -100,13 +96,13 @@ fn device_abort_aborts_with_a_message() {
 #[test]
 fn info_reports_the_rpc_server() {
     let exe = build_program("rpc_services.c");
-    let out = run(
+    let out = run_text(
         &exe,
         &[],
         Plugin::Ours,
         &[("LIBOMPTARGET_INFO", "16"), ("OMPRPC_RPC_PORTS", "4096")],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("omprpc device 0 info: host services ready: 4096 RPC ports of 1 lane(s)"),
@@ -155,11 +151,10 @@ fn two_images_on_one_device_share_the_client() {
         .status()
         .unwrap();
     assert!(status.success());
-    let out = run(&exe, &[], Plugin::Ours, &[("LIBOMPTARGET_INFO", "16")]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &[], Plugin::Ours, &[("LIBOMPTARGET_INFO", "16")]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(out.status.success(), "{stderr}");
-    check_ours_ran(&stderr).unwrap();
+    check_ours_ran(stderr).unwrap();
     assert_eq!(
         stderr.matches("omprpc device 0 info: loaded an image").count(),
         2,

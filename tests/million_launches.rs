@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{build_program, check_ours_ran, run, Plugin};
+use support::{build_program, check_ours_ran, run_text, Plugin};
 
 fn field(stdout: &str, prefix: &str) -> i64 {
     stdout
@@ -16,15 +16,14 @@ fn field(stdout: &str, prefix: &str) -> i64 {
 #[test]
 fn a_million_launches_run_without_crash_or_growth() {
     let exe = build_program("launch_million.c");
-    let out = run(&exe, &["1000000"], Plugin::Ours, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &["1000000"], Plugin::Ours, &[]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(out.status.success(), "exited with {}:\n{stdout}\n{stderr}", out.status);
-    check_ours_ran(&stderr).unwrap();
-    assert_eq!(field(&stdout, "launches:"), 1_000_000);
-    assert_eq!(field(&stdout, "ran on device:"), 1);
-    let early = field(&stdout, "rss after 1000 launches:");
-    let end = field(&stdout, "rss at the end:");
+    check_ours_ran(stderr).unwrap();
+    assert_eq!(field(stdout, "launches:"), 1_000_000);
+    assert_eq!(field(stdout, "ran on device:"), 1);
+    let early = field(stdout, "rss after 1000 launches:");
+    let end = field(stdout, "rss at the end:");
     println!(
         "RSS after 1,000 launches: {early} KiB; after 1,000,000: {end} KiB; growth {} KiB",
         end - early

@@ -6,15 +6,15 @@ mod support;
 
 use std::process::Command;
 
-use support::{build_program, check_ours_ran, plugin_dir_as, run, Plugin};
+use support::{build_program, check_ours_ran, plugin_dir_as, run_text, Plugin};
 
 #[test]
 fn info_messages_say_which_backend_why_and_what_ran() {
     let exe = build_program("target_basic.c");
-    let out = run(&exe, &[], Plugin::Ours, &[("LIBOMPTARGET_INFO", "16")]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_text(&exe, &[], Plugin::Ours, &[("LIBOMPTARGET_INFO", "16")]);
+    let stderr = &out.stderr;
     assert!(out.status.success(), "{stderr}");
-    check_ours_ran(&stderr).unwrap();
+    check_ours_ran(stderr).unwrap();
     for needle in [
         "omprpc info: host backend selected: plugin loaded as libomptarget.rtl.x86_64.nextgen.so",
         "omprpc info: 4 host devices",
@@ -28,13 +28,12 @@ fn info_messages_say_which_backend_why_and_what_ran() {
 #[test]
 fn host_device_count_follows_omprpc_host_devices() {
     let exe = build_program("target_basic.c");
-    let out = run(&exe, &[], Plugin::Ours, &[("OMPRPC_HOST_DEVICES", "2")]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_HOST_DEVICES", "2")]);
+    let stdout = &out.stdout;
     assert!(stdout.contains("devices: 2\n"), "{stdout}");
-    check_ours_ran(&String::from_utf8_lossy(&out.stderr)).unwrap();
-    let out = run(&exe, &[], Plugin::Ours, &[("OMPRPC_HOST_DEVICES", "many")]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    check_ours_ran(&out.stderr).unwrap();
+    let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_HOST_DEVICES", "many")]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(stdout.contains("devices: 4\n"), "{stdout}");
     assert!(
         stderr.contains("omprpc error: OMPRPC_HOST_DEVICES='many' is not a whole number"),
@@ -88,13 +87,13 @@ fn gpu_selections_report_zero_devices_with_a_reason() {
             "no device is not an error, so nothing is printed: {stderr}"
         );
     }
-    let out = run(
+    let out = run_text(
         &exe,
         &[],
         Plugin::Ours,
         &[("OMPRPC_BACKEND", "cuda"), ("LIBOMPTARGET_INFO", "16")],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert!(
         stderr.contains("omprpc info: cuda backend selected by OMPRPC_BACKEND"),
         "{stderr}"
@@ -104,10 +103,10 @@ fn gpu_selections_report_zero_devices_with_a_reason() {
 #[test]
 fn silent_without_info() {
     let exe = build_program("target_basic.c");
-    let out = run(&exe, &[], Plugin::Ours, &[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    check_ours_ran(&stderr).unwrap();
-    assert_eq!(support::other_stderr(&stderr), "");
+    let out = run_text(&exe, &[], Plugin::Ours, &[]);
+    let stderr = &out.stderr;
+    check_ours_ran(stderr).unwrap();
+    assert_eq!(support::other_stderr(stderr), "");
 }
 
 #[test]
@@ -131,7 +130,7 @@ fn images_leave_no_files_behind() {
     let tmp = support::scratch().join("tmpdir-ours");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
-    let out = run(&exe, &[], Plugin::Ours, &[("TMPDIR", tmp.to_str().unwrap())]);
+    let out = run_text(&exe, &[], Plugin::Ours, &[("TMPDIR", tmp.to_str().unwrap())]);
     assert!(out.status.success());
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "files left in TMPDIR: {left:?}");
@@ -199,8 +198,8 @@ fn exports_only_the_plugin_abi_and_the_omprpc_api() {
 #[test]
 fn the_example_reports_omprpc() {
     let exe = build_program("examples/hello_offload.c");
-    let out = run(&exe, &[], Plugin::Ours, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = run_text(&exe, &[], Plugin::Ours, &[]);
+    let stdout = &out.stdout;
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("target region ran on a device: yes"), "{stdout}");
     assert!(

@@ -227,6 +227,26 @@ pub fn run_with_limit(mut cmd: Command, limit: std::time::Duration) -> Output {
     output
 }
 
+/// A finished run with its output as text.
+pub struct Ran {
+    /// How the program ended.
+    pub status: std::process::ExitStatus,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+/// [`run`], with the output decoded as text, for tests that read it.
+pub fn run_text(exe: &Path, args: &[&str], plugin: Plugin, env: &[(&str, &str)]) -> Ran {
+    let out = run(exe, args, plugin, env);
+    Ran {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// The plugin paths a c_tests program listed on stderr at exit.
 pub fn mapped_plugins(stderr: &str) -> Vec<String> {
     stderr
