@@ -49,7 +49,8 @@ impl Backend for HostBackend {
     }
 
     fn device_count_reason(&self) -> String {
-        if std::env::var_os("OMPRPC_HOST_DEVICES").is_some() {
+        // The count came from the settings; only OMPRPC_HOST_DEVICES makes it differ from the default.
+        if self.devices != crate::plugin::config::DEFAULT_HOST_DEVICES {
             format!("{} host devices, as OMPRPC_HOST_DEVICES asks", self.devices)
         } else {
             format!(
