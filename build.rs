@@ -1,4 +1,4 @@
-//! Links LLVM libc's RPC server (`libllvmlibc_rpc_server.a`, LLVM 19.1) when the `rpc` feature is on.
+//! Links the plugin with `-z nodelete`, and LLVM libc's RPC server (`libllvmlibc_rpc_server.a`, LLVM 19.1) when the `rpc` feature is on.
 //! The library is found through `OMPRPC_LLVM_LIBC_DIR`, else `llvm-config-19 --libdir`, else
 //! `/usr/lib/llvm-19/lib`.
 
@@ -10,6 +10,9 @@ const LIBRARY: &str = "libllvmlibc_rpc_server.a";
 fn main() {
     println!("cargo:rerun-if-env-changed=OMPRPC_LLVM_LIBC_DIR");
     println!("cargo:rerun-if-changed=build.rs");
+    // Like the stock plugins: libomptarget may dlclose the plugin at exit and still call
+    // `__tgt_rtl_deinit_plugin` afterwards, so the plugin must stay mapped.
+    println!("cargo:rustc-link-arg-cdylib=-Wl,-z,nodelete");
     if std::env::var_os("CARGO_FEATURE_RPC").is_none() {
         return;
     }

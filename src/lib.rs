@@ -1,8 +1,8 @@
 //! omprpc: a plugin for LLVM's OpenMP offloading runtime (libomptarget 16).
 //!
-//! Layout: [`abi`] holds the C types and the exported shims; [`plugin`] is the generic core (devices,
-//! images, kernels, memory, queues, events, settings, messages); [`backend`] has one folder per device
-//! family, each implementing [`backend::Backend`]; [`rpc`] serves host services to device code.
+//! The arrows run one way: [`abi`] (the C types and the exported shims) calls [`plugin`] (the generic
+//! core), which calls a [`backend`] (one folder per device family) and [`rpc`] (host services for
+//! device code); all of them use [`util`] (errors, settings, messages, locking, maps, ELF reading).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -10,19 +10,20 @@ pub mod abi;
 pub mod backend;
 pub mod plugin;
 pub mod rpc;
+pub mod util;
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
-use plugin::config::Config;
 use plugin::Plugin;
+use util::config::Config;
 
 static PLUGIN: OnceLock<Plugin> = OnceLock::new();
 
 /// The process-wide plugin, created on first use from the environment and the file name it was
 /// loaded under.
 pub fn plugin() -> &'static Plugin {
-    PLUGIN.get_or_init(|| Plugin::new(Config::from_env(), loaded_file_name().as_deref()))
+    PLUGIN.get_or_init(|| Plugin::open(Config::from_env(), loaded_file_name().as_deref()))
 }
 
 /// The file name (without directory) this shared object was loaded under, found with `dladdr`.

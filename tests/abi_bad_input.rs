@@ -151,6 +151,7 @@ struct Api {
     sync_event: unsafe extern "C" fn(i32, *mut c_void) -> i32,
     destroy_event: unsafe extern "C" fn(i32, *mut c_void) -> i32,
     data_lock: unsafe extern "C" fn(i32, *mut c_void, i64, *mut *mut c_void) -> i32,
+    data_unlock: unsafe extern "C" fn(i32, *mut c_void) -> i32,
     version: unsafe extern "C" fn() -> *const c_char,
 }
 
@@ -181,6 +182,7 @@ fn open(path: &Path) -> Api {
         sync_event: sym!("__tgt_rtl_sync_event"),
         destroy_event: sym!("__tgt_rtl_destroy_event"),
         data_lock: sym!("__tgt_rtl_data_lock"),
+        data_unlock: sym!("__tgt_rtl_data_unlock"),
         version: sym!("omprpc_version"),
         _lib: lib,
     }
@@ -487,10 +489,23 @@ fn entry_points_fail_cleanly_on_bad_input() {
             assert_eq!((api.data_delete)(0, null_mut(), 0), -1)
         });
 
-        // Lock uses the global device number and hands back the same address on the host.
+        // Lock uses the global device number (without libomptarget in the process, the local one) and
+        // hands back the same address on the host; the range counts its users.
         let mut locked = null_mut();
-        assert_eq!((api.data_lock)(3, (&mut on_stack as *mut u8).cast(), 1, &mut locked), 0);
-        assert_eq!(locked, (&mut on_stack as *mut u8).cast());
+        let host: *mut c_void = (&mut on_stack as *mut u8).cast();
+        expect_error("device 3 is used before it was initialised", || {
+            assert_eq!((api.data_lock)(3, host, 1, &mut locked), -1)
+        });
+        assert_eq!((api.init_device)(3), 0);
+        assert_eq!((api.data_lock)(3, host, 1, &mut locked), 0);
+        assert_eq!(locked, host);
+        assert_eq!((api.data_lock)(3, host, 1, &mut locked), 0);
+        assert_eq!((api.data_unlock)(3, host), 0);
+        assert_eq!((api.data_unlock)(3, host), 0);
+        expect_error("is not locked", || assert_eq!((api.data_unlock)(3, host), -1));
+        expect_error("device number -2 is negative", || {
+            assert_eq!((api.data_lock)(-2, host, 1, &mut locked), -1)
+        });
 
         // A kernel with no arguments and a plain name check at the end.
         let name = CString::new("do_nothing").unwrap();

@@ -7,7 +7,7 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use super::guard;
-use crate::plugin::error::Error;
+use crate::util::error::Error;
 
 /// The omprpc version as a static NUL-terminated string, e.g. "0.1.0".
 ///
@@ -63,26 +63,6 @@ pub type omprpc_handler = Option<unsafe extern "C" fn(port: *mut omprpc_port, us
 pub extern "C" fn omprpc_register_handler(opcode: u16, handler: omprpc_handler, user_data: *mut c_void) -> i32 {
     guard("omprpc_register_handler", || {
         let handler = handler.ok_or(Error::NullArg("the handler"))?;
-        register(opcode, handler, user_data)
+        super::handlers::register(opcode, super::handlers::CHandler::new(handler, user_data)).map(|()| 0)
     })
-}
-
-#[cfg(feature = "rpc")]
-fn register(
-    opcode: u16,
-    handler: unsafe extern "C" fn(*mut omprpc_port, *mut c_void),
-    user_data: *mut c_void,
-) -> crate::plugin::error::Result<i32> {
-    crate::rpc::handlers::register(opcode, handler, user_data).map(|()| 0)
-}
-
-#[cfg(not(feature = "rpc"))]
-fn register(
-    _opcode: u16,
-    _handler: unsafe extern "C" fn(*mut omprpc_port, *mut c_void),
-    _user_data: *mut c_void,
-) -> crate::plugin::error::Result<i32> {
-    Err(Error::Unsupported(
-        "this omprpc was built without host services (cargo feature `rpc`)".into(),
-    ))
 }

@@ -1,133 +1,76 @@
-//! The exported entry points. Every function here has the same shape: check the raw arguments, call one
-//! method of the generic core inside [`guard`], and let `guard` turn a failure into the entry point's
-//! failure value and a one-line message.
+//! The exported `__tgt_rtl_*` entry points. Every function here has the same shape: check the raw
+//! arguments, call one method of the generic core inside [`guard`], and let `guard` turn a failure into
+//! the entry point's failure value and a one-line message. Synchronous entry points are the
+//! asynchronous ones with no async info.
 //!
 //! Device ids are plugin-local except for `data_lock`, `data_unlock`, `init_async_info` and
-//! `init_device_info`, which libomptarget 16 calls with the global OpenMP device number.
+//! `init_device_info`, which libomptarget 16 calls with the global OpenMP device number
+//! ([`device_numbers`](super::device_numbers) maps it).
 
 use std::ffi::{c_char, c_void, CStr};
 
 use super::memory::{read_bytes, read_c_string};
-use super::types::{
-    AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, OffloadEntry, TargetTable, OFFLOAD_SUCCESS,
-};
-use super::{guard, non_null, size_arg};
-use crate::backend::{AllocKind, LaunchBounds, IMAGE_HEADER_BYTES};
-use crate::plugin;
-use crate::plugin::address_map::AddressSet;
-use crate::plugin::error::{Error, Result};
-use crate::plugin::image::HostEntry;
-use crate::plugin::log;
-use crate::plugin::sync::lock;
-use std::sync::{LazyLock, Mutex};
+use super::types::{AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, TargetTable, OFFLOAD_SUCCESS};
+use super::{device_numbers, guard, images, interop, non_null, size_arg};
+use crate::backend::{AllocKind, IMAGE_HEADER_BYTES};
+use crate::plugin::{LaunchRequest, PluginApi};
+use crate::util::error::{Error, Result};
+use crate::util::log;
 
-/// Largest image accepted, far above real device images, so a corrupt end pointer is caught early.
-const MAX_IMAGE_BYTES: usize = 1 << 32;
-/// Largest entry count accepted in one image.
-const MAX_ENTRIES: usize = 1 << 20;
-/// Longest entry name accepted.
-const MAX_NAME_BYTES: usize = 4096;
+/// Most kernel arguments read from libomptarget's arrays, a bound on what a corrupt count can make us
+/// read; the device's own limit is checked by the core.
+const MAX_ARGS_READ: usize = 1 << 16;
 /// Launches with up to this many arguments build their argument list on the stack.
 const INLINE_ARGS: usize = 16;
+/// Longest architecture string read from `__tgt_image_info`.
+const MAX_ARCH_BYTES: usize = 256;
 
 fn ok(_: ()) -> i32 {
     OFFLOAD_SUCCESS
 }
 
-/// Copies the image descriptor out of the caller's memory.
-fn read_image_descriptor(image: *mut DeviceImage) -> Result<DeviceImage> {
-    non_null(image, "the device image")?;
-    let raw = read_bytes("the device image descriptor", image as usize, size_of::<DeviceImage>())?;
-    // SAFETY: `raw` holds exactly size_of::<DeviceImage>() bytes and every bit pattern is valid for it.
-    Ok(unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<DeviceImage>()) })
+/// The core, or why this plugin has none (zero devices).
+fn api() -> Result<&'static dyn PluginApi> {
+    crate::plugin().api()
 }
 
-/// Start and size of the image's bytes, checked for plausibility.
-fn image_range(desc: &DeviceImage) -> Result<(usize, usize)> {
-    let start = desc.image_start as usize;
-    let end = desc.image_end as usize;
-    if start == 0 {
-        return Err(Error::NullArg("the image's start"));
-    }
-    if end <= start || end - start > MAX_IMAGE_BYTES {
-        return Err(Error::BadImage(format!(
-            "its end {end:#x} does not follow its start {start:#x} by a plausible size"
-        )));
-    }
-    Ok((start, end - start))
+/// The async info's queue field, or `None` when libomptarget passed no async info.
+///
+/// # Safety
+/// `info` is null or points to a live `__tgt_async_info` not used elsewhere during the call.
+unsafe fn queue_field<'a>(info: *mut AsyncInfo) -> Option<&'a mut *mut c_void> {
+    // SAFETY: per this function's contract.
+    unsafe { info.as_mut() }.map(|info| &mut info.queue)
 }
 
-/// Copies the image's host entry table, names included.
-fn read_entries(desc: &DeviceImage) -> Result<Vec<HostEntry>> {
-    let (begin, end) = (desc.entries_begin as usize, desc.entries_end as usize);
-    if begin == 0 && end == 0 {
-        return Ok(Vec::new());
-    }
-    let entry_size = size_of::<OffloadEntry>();
-    if begin == 0 || end < begin || (end - begin) % entry_size != 0 || (end - begin) / entry_size > MAX_ENTRIES {
-        return Err(Error::BadImage(format!(
-            "its entry table [{begin:#x}, {end:#x}) is not a whole number of entries"
-        )));
-    }
-    let raw = read_bytes("the image's entry table", begin, end - begin)?;
-    raw.chunks_exact(entry_size)
-        .enumerate()
-        .map(|(index, bytes)| {
-            // SAFETY: `bytes` is one entry's worth of bytes; every bit pattern is valid for OffloadEntry.
-            let entry = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<OffloadEntry>()) };
-            let name = read_c_string(
-                &format!("the name of entry {index}"),
-                entry.name as usize,
-                MAX_NAME_BYTES,
-            )?;
-            Ok(HostEntry {
-                name,
-                size: entry.size,
-                flags: entry.flags,
-                reserved: entry.reserved,
-            })
-        })
-        .collect()
-}
-
-fn is_valid_image(image: *mut DeviceImage) -> Result<i32> {
-    let desc = read_image_descriptor(image)?;
-    let (start, len) = image_range(&desc)?;
+/// Whether `image` is one of ours, judged from its first bytes and the architecture in `info`.
+///
+/// # Safety
+/// `info` is null or points to a `__tgt_image_info`.
+unsafe fn is_valid_image(image: *mut DeviceImage, info: *mut ImageInfo) -> Result<i32> {
+    let desc = images::read_image_descriptor(image)?;
+    let (start, len) = images::image_range(&desc)?;
     let header = read_bytes("the image", start, len.min(IMAGE_HEADER_BYTES))?;
-    Ok(i32::from(plugin().is_valid_image(&header, len)))
-}
-
-/// Called once right after libomptarget loads the plugin: selects the backend and counts devices.
-#[no_mangle]
-pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
-    guard("init_plugin", || {
-        plugin();
-        Ok(OFFLOAD_SUCCESS)
-    })
-}
-
-/// Called at program exit, once per registered library: waits for outstanding work.
-#[no_mangle]
-pub extern "C" fn __tgt_rtl_deinit_plugin() -> i32 {
-    guard("deinit_plugin", || plugin().drain().map(ok))
-}
-
-/// Whether this plugin can run `image`; non-zero means yes. Quiet for foreign images.
-///
-/// # Safety
-/// `image` is null or points to a `__tgt_device_image` (bad pointers inside it are detected).
-#[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(image: *mut DeviceImage) -> i32 {
-    catch_quietly(|| is_valid_image(image))
-}
-
-/// As `is_valid_binary`; the architecture string does not matter to the host backend.
-///
-/// # Safety
-/// As `__tgt_rtl_is_valid_binary`.
-#[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_is_valid_binary_info(image: *mut DeviceImage, _info: *mut ImageInfo) -> i32 {
-    catch_quietly(|| is_valid_image(image))
+    let arch = if info.is_null() {
+        None
+    } else {
+        let info: ImageInfo = {
+            let raw = read_bytes("the image info", info as usize, size_of::<ImageInfo>())?;
+            // SAFETY: `raw` holds one ImageInfo's bytes; every bit pattern is valid for it.
+            unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<ImageInfo>()) }
+        };
+        if info.arch.is_null() {
+            None
+        } else {
+            Some(read_c_string(
+                "the image's architecture",
+                info.arch as usize,
+                MAX_ARCH_BYTES,
+            )?)
+        }
+    };
+    let arch = arch.as_deref().map(CStr::to_string_lossy);
+    Ok(i32::from(api()?.is_valid_image(&header, len, arch.as_deref())))
 }
 
 /// Image checks answer "no" without a message: libomptarget asks every plugin about every image.
@@ -138,16 +81,57 @@ fn catch_quietly(body: impl FnOnce() -> Result<i32>) -> i32 {
         .unwrap_or(0)
 }
 
+/// Called once right after libomptarget loads the plugin: selects the backend and counts devices.
+#[no_mangle]
+pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
+    guard("init_plugin", || {
+        crate::plugin();
+        Ok(OFFLOAD_SUCCESS)
+    })
+}
+
+/// Called once per library libomptarget unregisters (at exit, or when a library is closed): waits
+/// for outstanding work, and after the last library releases every device's resources.
+#[no_mangle]
+pub extern "C" fn __tgt_rtl_deinit_plugin() -> i32 {
+    guard("deinit_plugin", || {
+        if api()?.deinit()? {
+            images::forget_all_tables();
+        }
+        Ok(OFFLOAD_SUCCESS)
+    })
+}
+
+/// Whether this plugin can run `image`; non-zero means yes. Quiet for foreign images.
+///
+/// # Safety
+/// `image` is null or points to a `__tgt_device_image` (bad pointers inside it are detected).
+#[no_mangle]
+pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(image: *mut DeviceImage) -> i32 {
+    // SAFETY: no image info is passed.
+    catch_quietly(|| unsafe { is_valid_image(image, std::ptr::null_mut()) })
+}
+
+/// As `is_valid_binary`, also checking the architecture the image was built for against the devices.
+///
+/// # Safety
+/// As `__tgt_rtl_is_valid_binary`; `info` is null or points to a `__tgt_image_info`.
+#[no_mangle]
+pub unsafe extern "C" fn __tgt_rtl_is_valid_binary_info(image: *mut DeviceImage, info: *mut ImageInfo) -> i32 {
+    // SAFETY: forwarded from this function's contract.
+    catch_quietly(|| unsafe { is_valid_image(image, info) })
+}
+
 /// Number of devices; 0 makes libomptarget discard the plugin.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
-    catch_quietly(|| Ok(i32::try_from(plugin().device_count()).unwrap_or(i32::MAX)))
+    catch_quietly(|| Ok(i32::try_from(crate::plugin().device_count()).unwrap_or(i32::MAX)))
 }
 
 /// Records the program's `requires` flags and returns them.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_init_requires(flags: i64) -> i64 {
-    guard("init_requires", || Ok(plugin().init_requires(flags)))
+    guard("init_requires", || Ok(api()?.init_requires(flags)))
 }
 
 /// Whether this plugin accepts images without entries (it does not need them).
@@ -159,13 +143,20 @@ pub extern "C" fn __tgt_rtl_supports_empty_images() -> i32 {
 /// Prepares device `id`.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_init_device(id: i32) -> i32 {
-    guard("init_device", || plugin().init_device(id).map(ok))
+    guard("init_device", || api()?.init_device(id).map(ok))
 }
 
-/// Never called by libomptarget 16; accepted for completeness.
+/// Never called by libomptarget 16 (`deinit_plugin` releases devices); accepted for completeness.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_deinit_device(id: i32) -> i32 {
-    guard("deinit_device", || plugin().device(id).map(|_| OFFLOAD_SUCCESS))
+    guard("deinit_device", || {
+        let count = api()?.device_count();
+        if usize::try_from(id).is_ok_and(|i| i < count) {
+            Ok(OFFLOAD_SUCCESS)
+        } else {
+            Err(Error::InvalidDevice { id, count })
+        }
+    })
 }
 
 /// Loads `image` on device `id` and returns its entry table, or NULL.
@@ -175,11 +166,13 @@ pub extern "C" fn __tgt_rtl_deinit_device(id: i32) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_load_binary(id: i32, image: *mut DeviceImage) -> *mut TargetTable {
     guard("load_binary", || {
-        let desc = read_image_descriptor(image)?;
-        let (start, len) = image_range(&desc)?;
-        let entries = read_entries(&desc)?;
+        let desc = images::read_image_descriptor(image)?;
+        let (start, len) = images::image_range(&desc)?;
+        let (raw_entries, entries) = images::read_entries(&desc)?;
         let bytes = read_bytes("the image", start, len)?;
-        plugin().load_image(id, start, &bytes, &entries)
+        let loaded = api()?.load_image(id, start, &bytes, &entries)?;
+        let names = entries.into_iter().map(|e| e.name).collect();
+        Ok(images::table_for(id, start, &raw_entries, names, &loaded.addresses))
     })
 }
 
@@ -193,60 +186,40 @@ pub extern "C" fn __tgt_rtl_data_alloc(id: i32, size: i64, _host_ptr: *mut c_voi
                 "allocation kind {kind} is not one of 0 (device), 1 (host), 2 (shared), 3 (default)"
             ))
         })?;
-        plugin().alloc(id, size, kind)
+        api()?.alloc(id, size, kind)
     })
 }
 
-/// Frees memory from `data_alloc`.
+/// Frees memory from `data_alloc`; a pointer this device did not allocate, or freed already, is refused.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_data_delete(id: i32, ptr: *mut c_void, _kind: i32) -> i32 {
     guard("data_delete", || {
         non_null(ptr, "the pointer to free")?;
-        plugin().free(id, ptr as usize).map(ok)
+        api()?.free(id, ptr as usize).map(ok)
     })
 }
 
-/// The async info behind a raw pointer, or `None` when libomptarget passed none.
-///
-/// # Safety
-/// `async_info` is null or points to a live `__tgt_async_info` not used elsewhere during the call.
-unsafe fn async_info<'a>(async_info: *mut AsyncInfo) -> Option<&'a mut AsyncInfo> {
-    // SAFETY: per this function's contract.
-    unsafe { async_info.as_mut() }
-}
-
-/// # Safety
-/// `dst` and `src` are valid for `size` bytes until the copy completes.
-unsafe fn copy(
-    entry: &'static str,
-    id: i32,
-    dst: *mut c_void,
-    src: *mut c_void,
-    size: i64,
-    info: Option<&mut AsyncInfo>,
-) -> i32 {
-    guard(entry, || {
-        let size = size_arg(size)?;
-        if size > 0 {
-            non_null(dst, "the destination")?;
-            non_null(src, "the source")?;
-        }
-        // SAFETY: forwarded from this function's contract.
-        unsafe { plugin().copy(id, dst, src, size, info) }.map(ok)
-    })
+/// Checks a copy's arguments and converts its size.
+fn copy_args(dst: *mut c_void, src: *const c_void, size: i64) -> Result<usize> {
+    let size = size_arg(size)?;
+    if size > 0 {
+        non_null(dst, "the destination")?;
+        non_null(src.cast_mut(), "the source")?;
+    }
+    Ok(size)
 }
 
 /// Copies `size` bytes from the host to device `id`.
 ///
 /// # Safety
-/// `tgt` and `hst` are valid for `size` bytes.
+/// `tgt` is device memory and `hst` host memory, both valid for `size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_data_submit(id: i32, tgt: *mut c_void, hst: *mut c_void, size: i64) -> i32 {
     // SAFETY: per this function's contract.
-    unsafe { copy("data_submit", id, tgt, hst, size, None) }
+    unsafe { __tgt_rtl_data_submit_async(id, tgt, hst, size, std::ptr::null_mut()) }
 }
 
-/// Copies host to device, ordered after the work queued on `info`.
+/// Copies host to device, ordered on `info`'s queue.
 ///
 /// # Safety
 /// `tgt` and `hst` are valid for `size` bytes until `info` is synchronised; `info` is null or a live
@@ -259,21 +232,24 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
     size: i64,
     info: *mut AsyncInfo,
 ) -> i32 {
-    // SAFETY: per this function's contract.
-    unsafe { copy("data_submit_async", id, tgt, hst, size, async_info(info)) }
+    guard("data_submit", || {
+        let size = copy_args(tgt, hst, size)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { api()?.submit(id, tgt, hst, size, queue_field(info)) }.map(ok)
+    })
 }
 
 /// Copies `size` bytes from device `id` to the host.
 ///
 /// # Safety
-/// `hst` and `tgt` are valid for `size` bytes.
+/// `hst` is host memory and `tgt` device memory, both valid for `size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_data_retrieve(id: i32, hst: *mut c_void, tgt: *mut c_void, size: i64) -> i32 {
     // SAFETY: per this function's contract.
-    unsafe { copy("data_retrieve", id, hst, tgt, size, None) }
+    unsafe { __tgt_rtl_data_retrieve_async(id, hst, tgt, size, std::ptr::null_mut()) }
 }
 
-/// Copies device to host, ordered after the work queued on `info`.
+/// Copies device to host, ordered on `info`'s queue.
 ///
 /// # Safety
 /// `hst` and `tgt` are valid for `size` bytes until `info` is synchronised; `info` is null or a live
@@ -286,58 +262,40 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
     size: i64,
     info: *mut AsyncInfo,
 ) -> i32 {
-    // SAFETY: per this function's contract.
-    unsafe { copy("data_retrieve_async", id, hst, tgt, size, async_info(info)) }
+    guard("data_retrieve", || {
+        let size = copy_args(hst, tgt, size)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { api()?.retrieve(id, hst, tgt, size, queue_field(info)) }.map(ok)
+    })
 }
 
 /// Whether devices `src` and `dst` can copy to each other directly.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_is_data_exchangable(src: i32, dst: i32) -> i32 {
-    guard("is_data_exchangable", || plugin().can_exchange(src, dst).map(i32::from))
-}
-
-fn exchange(
-    src: i32,
-    src_ptr: *mut c_void,
-    dst: i32,
-    dst_ptr: *mut c_void,
-    size: i64,
-    info: Option<&mut AsyncInfo>,
-) -> i32 {
-    guard("data_exchange", || {
-        if !plugin().can_exchange(src, dst)? {
-            return Err(Error::Unsupported(format!(
-                "device {src} cannot copy to device {dst} directly"
-            )));
-        }
-        plugin().device(dst)?;
-        let size = size_arg(size)?;
-        if size > 0 {
-            non_null(dst_ptr, "the destination")?;
-            non_null(src_ptr, "the source")?;
-        }
-        // SAFETY: forwarded from this function's contract.
-        unsafe { plugin().copy(src, dst_ptr, src_ptr, size, info) }.map(ok)
-    })
+    guard("is_data_exchangable", || api()?.can_exchange(src, dst).map(i32::from))
 }
 
 /// Copies between two devices of this plugin.
+///
+/// # Safety
+/// `src_ptr` is memory of device `src` and `dst_ptr` of device `dst`, both valid for `size` bytes.
 #[no_mangle]
-pub extern "C" fn __tgt_rtl_data_exchange(
+pub unsafe extern "C" fn __tgt_rtl_data_exchange(
     src: i32,
     src_ptr: *mut c_void,
     dst: i32,
     dst_ptr: *mut c_void,
     size: i64,
 ) -> i32 {
-    exchange(src, src_ptr, dst, dst_ptr, size, None)
+    // SAFETY: per this function's contract.
+    unsafe { __tgt_rtl_data_exchange_async(src, src_ptr, dst, dst_ptr, size, std::ptr::null_mut()) }
 }
 
-/// Copies between two devices, ordered after the work queued on `info` (a queue of `src`).
+/// Copies between two devices, ordered on `info`'s queue (a queue of `src`).
 ///
 /// # Safety
-/// `src_ptr` and `dst_ptr` are valid for `size` bytes until `info` is synchronised; `info` is null or a
-/// live `__tgt_async_info`.
+/// As `__tgt_rtl_data_exchange`, valid until `info` is synchronised; `info` is null or a live
+/// `__tgt_async_info`.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
     src: i32,
@@ -347,8 +305,11 @@ pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
     size: i64,
     info: *mut AsyncInfo,
 ) -> i32 {
-    // SAFETY: per this function's contract.
-    unsafe { exchange(src, src_ptr, dst, dst_ptr, size, async_info(info)) }
+    guard("data_exchange", || {
+        let size = copy_args(dst_ptr, src_ptr, size)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { api()?.exchange(src, src_ptr, dst, dst_ptr, size, queue_field(info)) }.map(ok)
+    })
 }
 
 /// Runs the kernel `entry` (the `addr` of a kernel entry of a table we returned) with its arguments
@@ -356,7 +317,8 @@ pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
 ///
 /// # Safety
 /// `args` and `offsets` are null or hold `kernel_args->NumArgs` elements; `kernel_args` is null or a
-/// live `KernelArgsTy`; `info` is null or a live `__tgt_async_info`.
+/// live `KernelArgsTy`; `info` is null or a live `__tgt_async_info`; what the arguments point to stays
+/// valid until the launch completes.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
     id: i32,
@@ -368,7 +330,9 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
 ) -> i32 {
     guard("launch_kernel", || {
         // SAFETY: per this function's contract.
-        let kernel_args = unsafe { kernel_args.as_ref() }.ok_or(Error::NullArg("the kernel arguments"))?;
+        let Some(kernel_args) = (unsafe { kernel_args.as_ref() }) else {
+            return Err(Error::NullArg("the kernel arguments"));
+        };
         if !(1..=2).contains(&kernel_args.version) {
             return Err(Error::InvalidArg(format!(
                 "kernel argument layout version {} is not 1 or 2 (libomptarget 16)",
@@ -376,7 +340,7 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             )));
         }
         let count = kernel_args.num_args as usize;
-        if count > crate::backend::host::invoke::MAX_KERNEL_ARGS {
+        if count > MAX_ARGS_READ {
             return Err(Error::InvalidArg(format!(
                 "{count} kernel arguments is implausibly many"
             )));
@@ -392,13 +356,13 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
                 (*args.add(i)).cast::<u8>().wrapping_offset(offset).cast()
             }
         };
-        let bounds = LaunchBounds {
+        let request = LaunchRequest {
             teams: kernel_args.num_teams[0],
-            threads: kernel_args.thread_limit[0],
+            thread_limit: kernel_args.thread_limit[0],
             tripcount: kernel_args.tripcount,
+            dynamic_shared_bytes: kernel_args.dyn_cgroup_mem,
+            nowait: kernel_args.is_nowait(),
         };
-        // SAFETY: per this function's contract.
-        let info = unsafe { async_info(info) };
         let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
         let heap;
         let list: &[*mut c_void] = if count <= INLINE_ARGS {
@@ -411,7 +375,7 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             &heap
         };
         // SAFETY: the arguments are libomptarget's, valid until the launch completes (contract).
-        unsafe { plugin().launch(id, entry as usize, list, bounds, kernel_args.is_nowait(), info) }.map(ok)
+        unsafe { api()?.launch(id, entry as usize, list, &request, queue_field(info)) }.map(ok)
     })
 }
 
@@ -423,8 +387,10 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
 pub unsafe extern "C" fn __tgt_rtl_synchronize(id: i32, info: *mut AsyncInfo) -> i32 {
     guard("synchronize", || {
         // SAFETY: per this function's contract.
-        let info = unsafe { async_info(info) }.ok_or(Error::NullArg("the async info"))?;
-        plugin().synchronize(id, info).map(ok)
+        let Some(queue) = (unsafe { queue_field(info) }) else {
+            return Err(Error::NullArg("the async info"));
+        };
+        api()?.synchronize(id, queue).map(ok)
     })
 }
 
@@ -436,8 +402,10 @@ pub unsafe extern "C" fn __tgt_rtl_synchronize(id: i32, info: *mut AsyncInfo) ->
 pub unsafe extern "C" fn __tgt_rtl_query_async(id: i32, info: *mut AsyncInfo) -> i32 {
     guard("query_async", || {
         // SAFETY: per this function's contract.
-        let info = unsafe { async_info(info) }.ok_or(Error::NullArg("the async info"))?;
-        plugin().query_async(id, info).map(ok)
+        let Some(queue) = (unsafe { queue_field(info) }) else {
+            return Err(Error::NullArg("the async info"));
+        };
+        api()?.query_async(id, queue).map(ok)
     })
 }
 
@@ -449,7 +417,7 @@ pub unsafe extern "C" fn __tgt_rtl_query_async(id: i32, info: *mut AsyncInfo) ->
 pub unsafe extern "C" fn __tgt_rtl_create_event(id: i32, event: *mut *mut c_void) -> i32 {
     guard("create_event", || {
         let out = non_null(event, "the event out-pointer")?;
-        let created = plugin().create_event(id)?;
+        let created = api()?.create_event(id)?;
         // SAFETY: non-null and writable per the contract.
         unsafe { *out = created };
         Ok(OFFLOAD_SUCCESS)
@@ -464,8 +432,10 @@ pub unsafe extern "C" fn __tgt_rtl_create_event(id: i32, event: *mut *mut c_void
 pub unsafe extern "C" fn __tgt_rtl_record_event(id: i32, event: *mut c_void, info: *mut AsyncInfo) -> i32 {
     guard("record_event", || {
         // SAFETY: per this function's contract.
-        let info = unsafe { async_info(info) }.ok_or(Error::NullArg("the async info"))?;
-        plugin().record_event(id, event, info).map(ok)
+        let Some(queue) = (unsafe { queue_field(info) }) else {
+            return Err(Error::NullArg("the async info"));
+        };
+        api()?.record_event(id, event, queue).map(ok)
     })
 }
 
@@ -477,24 +447,31 @@ pub unsafe extern "C" fn __tgt_rtl_record_event(id: i32, event: *mut c_void, inf
 pub unsafe extern "C" fn __tgt_rtl_wait_event(id: i32, event: *mut c_void, info: *mut AsyncInfo) -> i32 {
     guard("wait_event", || {
         // SAFETY: per this function's contract.
-        let info = unsafe { async_info(info) }.ok_or(Error::NullArg("the async info"))?;
-        plugin().wait_event(id, event, info).map(ok)
+        let Some(queue) = (unsafe { queue_field(info) }) else {
+            return Err(Error::NullArg("the async info"));
+        };
+        api()?.wait_event(id, event, queue).map(ok)
     })
 }
 
 /// Blocks until `event` is reached.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_sync_event(id: i32, event: *mut c_void) -> i32 {
-    guard("sync_event", || plugin().sync_event(id, event).map(ok))
+    guard("sync_event", || api()?.sync_event(id, event).map(ok))
 }
 
 /// Releases `event`.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_destroy_event(id: i32, event: *mut c_void) -> i32 {
-    guard("destroy_event", || plugin().destroy_event(id, event).map(ok))
+    guard("destroy_event", || api()?.destroy_event(id, event).map(ok))
 }
 
-/// Prepares `size` bytes of host memory for transfers; `global_id` is the OpenMP device number.
+/// The plugin-local number of OpenMP device `global`.
+fn local(api: &dyn PluginApi, global: i32) -> Result<i32> {
+    device_numbers::local_device(global, api.device_count())
+}
+
+/// Pins `size` bytes of host memory for the device `global_id` (the OpenMP device number).
 ///
 /// # Safety
 /// `locked` is null or writable.
@@ -509,7 +486,8 @@ pub unsafe extern "C" fn __tgt_rtl_data_lock(
         let out = non_null(locked, "the locked-pointer out-parameter")?;
         non_null(ptr, "the host pointer")?;
         let size = size_arg(size)?;
-        let device_ptr = plugin().lock_host_memory(global_id, ptr, size)?;
+        let api = api()?;
+        let device_ptr = api.lock_host(local(api, global_id)?, ptr, size)?;
         // SAFETY: non-null and writable per the contract.
         unsafe { *out = device_ptr };
         Ok(OFFLOAD_SUCCESS)
@@ -521,11 +499,12 @@ pub unsafe extern "C" fn __tgt_rtl_data_lock(
 pub extern "C" fn __tgt_rtl_data_unlock(global_id: i32, ptr: *mut c_void) -> i32 {
     guard("data_unlock", || {
         non_null(ptr, "the host pointer")?;
-        plugin().unlock_host_memory(global_id, ptr).map(ok)
+        let api = api()?;
+        api.unlock_host(local(api, global_id)?, ptr).map(ok)
     })
 }
 
-/// Gives interop a `__tgt_async_info`; host work is synchronous, so its queue is NULL.
+/// Gives interop a `__tgt_async_info` whose queue is the backend's stream on the device `global_id`.
 ///
 /// # Safety
 /// `out` is null or writable.
@@ -533,20 +512,15 @@ pub extern "C" fn __tgt_rtl_data_unlock(global_id: i32, ptr: *mut c_void) -> i32
 pub unsafe extern "C" fn __tgt_rtl_init_async_info(global_id: i32, out: *mut *mut AsyncInfo) -> i32 {
     guard("init_async_info", || {
         let out = non_null(out, "the async info out-pointer")?;
-        if global_id < 0 {
-            return Err(Error::InvalidArg(format!("device number {global_id} is negative")));
-        }
-        let info = Box::into_raw(Box::new(AsyncInfo {
-            queue: std::ptr::null_mut(),
-        }));
-        lock(&INTEROP_ASYNC_INFOS).insert(info as usize);
+        let api = api()?;
+        let info = interop::new_async_info(api, local(api, global_id)?)?;
         // SAFETY: non-null and writable per the contract.
         unsafe { *out = info };
         Ok(OFFLOAD_SUCCESS)
     })
 }
 
-/// Fills interop device information; the host backend has no context or device handles.
+/// Fills interop device information: the backend's context and device handles.
 ///
 /// libomptarget 16 declares this entry as returning `int64_t`, so it returns a full 64-bit value.
 ///
@@ -560,13 +534,12 @@ pub unsafe extern "C" fn __tgt_rtl_init_device_info(
 ) -> i64 {
     let result = guard("init_device_info", || {
         let info = non_null(info, "the device info")?;
-        if global_id < 0 {
-            return Err(Error::InvalidArg(format!("device number {global_id} is negative")));
-        }
+        let api = api()?;
+        let native = api.native_device(local(api, global_id)?)?;
         // SAFETY: non-null and writable per the contract.
         unsafe {
-            (*info).context = std::ptr::null_mut();
-            (*info).device = std::ptr::null_mut();
+            (*info).context = native.context;
+            (*info).device = native.device;
         }
         Ok(i64::from(OFFLOAD_SUCCESS))
     });
@@ -578,9 +551,6 @@ pub unsafe extern "C" fn __tgt_rtl_init_device_info(
     result
 }
 
-/// Async infos handed out by `init_async_info`, so that `release_async_info` frees only those.
-static INTEROP_ASYNC_INFOS: LazyLock<Mutex<AddressSet>> = LazyLock::new(Default::default);
-
 /// Frees an async info made by `init_async_info` after waiting for its work; anything else is refused.
 ///
 /// # Safety
@@ -589,19 +559,8 @@ static INTEROP_ASYNC_INFOS: LazyLock<Mutex<AddressSet>> = LazyLock::new(Default:
 pub unsafe extern "C" fn __tgt_rtl_release_async_info(id: i32, info: *mut AsyncInfo) -> i32 {
     guard("release_async_info", || {
         let info = non_null(info, "the async info")?;
-        if !lock(&INTEROP_ASYNC_INFOS).remove(&(info as usize)) {
-            return Err(Error::UnknownHandle {
-                what: "async info",
-                addr: info as usize,
-            });
-        }
-        // SAFETY: the address was in the set, so it came from Box::into_raw in init_async_info and was
-        // not released since (it has just been removed).
-        let mut info = unsafe { Box::from_raw(info) };
-        if !info.queue.is_null() {
-            plugin().synchronize(id, &mut info)?;
-        }
-        Ok(OFFLOAD_SUCCESS)
+        // SAFETY: forwarded from this function's contract.
+        unsafe { interop::release_async_info(api()?, id, info) }.map(ok)
     })
 }
 
@@ -614,8 +573,11 @@ pub extern "C" fn __tgt_rtl_set_info_flag(level: u32) {
 /// Prints what `llvm-omp-device-info` shows for device `id`.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_print_device_info(id: i32) {
+    if device_numbers::answer_probe(id) {
+        return;
+    }
     guard("print_device_info", || {
-        let lines = plugin().describe_device(id)?;
+        let lines = api()?.describe_device(id)?;
         let mut text = String::new();
         for (name, value) in lines {
             text.push_str(&format!("    {name:<30}{value}\n"));
@@ -628,24 +590,30 @@ pub extern "C" fn __tgt_rtl_print_device_info(id: i32) {
     })
 }
 
-/// Called for every library registered with libomptarget; nothing to do until an image is loaded.
+/// Called for every library registered with libomptarget.
 ///
 /// # Safety
 /// `desc` is null or a live `__tgt_bin_desc`.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_register_lib(desc: *mut BinDesc) -> i32 {
     guard("register_lib", || {
-        non_null(desc, "the library descriptor").map(|_| OFFLOAD_SUCCESS)
+        non_null(desc, "the library descriptor")?;
+        api()?.register_library();
+        Ok(OFFLOAD_SUCCESS)
     })
 }
 
-/// Called for every library unregistered at exit; outstanding work was drained by `deinit_plugin`.
+/// Called for every library unregistered (after `deinit_plugin`): unloads its images from every device,
+/// so that a library opened later, even at the same address, is loaded afresh.
 ///
 /// # Safety
 /// `desc` is null or a live `__tgt_bin_desc`.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_unregister_lib(desc: *mut BinDesc) -> i32 {
     guard("unregister_lib", || {
-        non_null(desc, "the library descriptor").map(|_| OFFLOAD_SUCCESS)
+        let ranges = images::library_image_ranges(desc)?;
+        let unloaded = api()?.unregister_library(&ranges)?;
+        images::forget_tables(&unloaded);
+        Ok(OFFLOAD_SUCCESS)
     })
 }

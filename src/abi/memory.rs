@@ -4,7 +4,7 @@
 
 use std::ffi::CString;
 
-use crate::plugin::error::{Error, Result};
+use crate::util::error::{Error, Result};
 
 const PAGE: usize = 4096;
 

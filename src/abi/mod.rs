@@ -3,14 +3,18 @@
 //! and turns an error or a panic into the documented failure value plus a one-line message.
 
 pub mod api;
+pub mod device_numbers;
 pub mod exports;
+pub mod handlers;
+pub mod images;
+pub mod interop;
 pub mod memory;
 pub mod types;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::plugin::error::{Error, Result};
-use crate::plugin::log;
+use crate::util::error::{Error, Result};
+use crate::util::log;
 
 /// The value an export returns when it fails.
 pub trait FailValue {

@@ -1,19 +1,22 @@
-//! What each device family must provide. The generic core in `plugin/` owns all bookkeeping and calls
-//! one hook per operation; a backend never sees a libomptarget structure.
+//! What each device family must provide. The generic core in `plugin/` owns every rule that is not the
+//! driver's — entry tables, launch geometry, the device environment, queues per async info, pinned
+//! ranges, the memory manager, RPC wiring and teardown — and calls one hook of [`Backend`] per
+//! operation. A backend never sees a libomptarget structure; device numbers are its own,
+//! `0..device_count()`.
+//!
+//! Backend authors implement [`Backend`] in `backend/<name>/` and nothing else; see the README's
+//! "Writing a backend" section for the contract in prose.
 
 pub mod amdgpu;
 pub mod cuda;
 pub mod host;
 
-use std::any::Any;
 use std::ffi::{c_void, CStr};
-use std::sync::Arc;
 
-use crate::plugin::config::{BackendKind, Config};
-use crate::plugin::error::Result;
-use crate::rpc::DeviceMemory;
+use crate::util::config::BackendKind;
+use crate::util::error::Result;
 
-/// How many leading bytes of an image `is_compatible_image` is shown.
+/// How many leading bytes of an image `is_compatible_image` is shown: enough for any header check.
 pub const IMAGE_HEADER_BYTES: usize = 4096;
 
 /// The allocation kinds of `__tgt_rtl_data_alloc`.
@@ -42,124 +45,253 @@ impl AllocKind {
     }
 }
 
-/// Teams and threads asked for by one launch, with the loop trip count when there is one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LaunchBounds {
-    /// Teams requested (`0` = unspecified).
+/// How a kernel's threads are organised, from the image's `<kernel>_exec_mode` byte. It decides how
+/// many threads and teams the core launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecMode {
+    /// One main thread per team runs sequential code; the rest wait as workers (value 1).
+    Generic,
+    /// Every thread runs the region (value 2).
+    Spmd,
+    /// Generic code that the compiler made SPMD-like (value 3).
+    GenericSpmd,
+}
+
+impl ExecMode {
+    /// Decodes the `_exec_mode` byte; `None` for values LLVM 16 never writes.
+    pub fn from_byte(byte: u8) -> Option<ExecMode> {
+        match byte {
+            1 => Some(ExecMode::Generic),
+            2 => Some(ExecMode::Spmd),
+            3 => Some(ExecMode::GenericSpmd),
+            _ => None,
+        }
+    }
+
+    /// The name libomptarget prints for the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecMode::Generic => "Generic",
+            ExecMode::Spmd => "SPMD",
+            ExecMode::GenericSpmd => "Generic-SPMD",
+        }
+    }
+}
+
+/// One device's limits and defaults, reported once by [`Backend::init_device`]. Launch geometry, the
+/// RPC server's lanes and ports, and the memory manager are derived from it in the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Threads that execute in lock step and share an RPC port: 1 on a CPU, the warp (32) or
+    /// wavefront (32 or 64) size on a GPU.
+    pub lane_size: u32,
+    /// Most threads in one team (block, work-group).
+    pub max_threads: u32,
+    /// Most teams in one launch (grid size).
+    pub max_teams: u32,
+    /// Threads per team when the program does not say (`GV_Default_WG_Size`).
+    pub default_threads: u32,
+    /// Upper bound on teams derived from a trip count (`GV_Default_Num_Teams`).
+    pub default_teams: u32,
+    /// Streaming multiprocessors or compute units (1 for the host).
+    pub multiprocessors: u32,
+    /// Device memory in bytes (0 when unknown).
+    pub memory_bytes: u64,
+    /// Mode assumed for kernels whose image has no `_exec_mode` symbol.
+    pub default_exec_mode: ExecMode,
+    /// Most arguments one kernel launch can pass.
+    pub max_kernel_args: usize,
+    /// RPC ports when `OMPRPC_RPC_PORTS` does not say: one per unit of parallelism that can wait on a
+    /// port at once, so that every waiting device thread finds one.
+    pub rpc_ports: u32,
+    /// Whether small device allocations are expensive enough to recycle through the core's memory
+    /// manager (`LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`).
+    pub recycle_allocations: bool,
+}
+
+/// The launch the core computed for one kernel: 1-D grid and block, dynamic shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchGeometry {
+    /// Teams (blocks, work-groups).
     pub teams: u32,
-    /// Threads per team requested (`0` = unspecified).
+    /// Threads per team.
     pub threads: u32,
-    /// Trip count of the distributed loop, 0 when unknown.
-    pub tripcount: u64,
+    /// Dynamic shared (group) memory per team in bytes.
+    pub dynamic_shared_bytes: u32,
 }
 
-/// A loaded device image, from which kernels and globals are looked up by name.
-pub trait Module: Send + Sync {
-    /// The device-side handle of the kernel `name`.
-    fn function(&self, name: &CStr) -> Result<*mut c_void>;
-    /// The device address of the global `name`.
-    fn global(&self, name: &CStr) -> Result<*mut c_void>;
+/// A kernel's handle in a loaded module, with what limits it.
+pub struct KernelSymbol<K> {
+    /// The backend's handle on the kernel.
+    pub kernel: K,
+    /// Most threads per team this kernel can run with (registers, launch bounds), if it has a limit of
+    /// its own below the device's.
+    pub max_threads: Option<u32>,
 }
 
-/// An ordered stream of asynchronous device work (a CUDA stream, an HSA queue, a host worker thread).
-pub trait Queue: Send + Sync {
-    /// Blocks until everything submitted so far has finished; returns the first failure among it.
-    fn synchronize(&self) -> Result<()>;
-    /// Whether everything submitted so far has finished, without blocking.
-    fn is_idle(&self) -> Result<bool>;
-    /// Marks `event` as reached once the work submitted so far has finished.
-    fn record(&self, event: &dyn Event) -> Result<()>;
-    /// Holds back later work on this queue until `event`'s latest recording is reached.
-    fn wait(&self, event: &dyn Event) -> Result<()>;
-    /// For the backend's own downcasts.
-    fn as_any(&self) -> &dyn Any;
+/// A global variable of a loaded module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalSymbol {
+    /// Its device address.
+    pub addr: *mut c_void,
+    /// Its size in bytes as the module defines it.
+    pub size: usize,
 }
 
-/// A marker in a queue that other queues and the host can wait for.
-pub trait Event: Send + Sync {
-    /// Marks the event reached now (recorded with no work outstanding).
-    fn record_now(&self) -> Result<()>;
-    /// Blocks the calling thread until the latest recording is reached.
-    fn synchronize(&self) -> Result<()>;
-    /// For the backend's own downcasts.
-    fn as_any(&self) -> &dyn Any;
+/// The driver's own handles on a device, for OpenMP interop (`omp_get_interop_ptr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NativeDevice {
+    /// A context handle (CUcontext; NULL where the family has none).
+    pub context: *mut c_void,
+    /// A device handle (CUdevice as an integer, hsa_agent_t; NULL where the family has none).
+    pub device: *mut c_void,
 }
 
-/// One device family. Device numbers are the backend's own, `0..device_count()`.
-pub trait Backend: Send + Sync {
+/// One device family. Every hook that takes a `device` is called only for `0..device_count()` and, but
+/// for `init_device` and image checks, only for an initialised device.
+///
+/// Queues are ordered streams of asynchronous work. The core takes one from its pool for every
+/// `__tgt_async_info` that has work and gives it back when the work is done; the backend only says how
+/// to submit to, wait for and query a queue. A backend may run work inline on the caller's thread when
+/// that keeps the queue's order (the host backend does, when its queue is idle).
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// A loaded image.
+    type Module: Send + Sync + 'static;
+    /// A kernel of a loaded image.
+    type Kernel: Send + Sync + 'static;
+    /// An ordered stream of asynchronous work (a CUDA stream, an HSA queue, a host worker thread).
+    type Queue: Send + Sync + 'static;
+    /// A marker in a queue that other queues and the host can wait for.
+    type Event: Send + Sync + 'static;
+
     /// Which family this is.
     fn kind(&self) -> BackendKind;
     /// Number of usable devices.
     fn device_count(&self) -> usize;
     /// One sentence on why there are that many devices, for `LIBOMPTARGET_INFO`.
     fn device_count_reason(&self) -> String;
-    /// Whether an image is code this backend can load, judged from its first bytes (`header`, up to
-    /// [`IMAGE_HEADER_BYTES`]) and its size; must not fail loudly on foreign images.
-    fn is_compatible_image(&self, header: &[u8], image_len: usize) -> bool;
-    /// Prepares a device for use.
-    fn init_device(&self, device: usize) -> Result<()>;
+    /// Whether an image is code this family can run on one of its devices, judged from its first bytes
+    /// (`header`, up to [`IMAGE_HEADER_BYTES`]), its size and the architecture libomptarget read from the
+    /// offload wrapper (`sm_90`, `gfx90a`), when it has one. Must not fail loudly on foreign images.
+    fn is_compatible_image(&self, header: &[u8], image_len: usize, arch: Option<&str>) -> bool;
+
+    /// Prepares `device` and reports its limits. Called again after [`Backend::deinit_device`] when a
+    /// later library uses the device.
+    fn init_device(&self, device: usize) -> Result<DeviceLimits>;
+    /// Releases what `init_device` acquired. Queues, events and modules are destroyed first.
+    fn deinit_device(&self, device: usize) -> Result<()>;
+
     /// Loads `image` onto `device`.
-    fn load_module(&self, device: usize, image: &[u8]) -> Result<Box<dyn Module>>;
-    /// Allocates `size` (> 0) bytes of `kind` memory.
+    fn load_module(&self, device: usize, image: &[u8]) -> Result<Self::Module>;
+    /// Unloads a module; its kernels and globals are not used afterwards.
+    fn unload_module(&self, device: usize, module: Self::Module) -> Result<()>;
+    /// The kernel `name` of `module`.
+    fn kernel(&self, device: usize, module: &Self::Module, name: &CStr) -> Result<KernelSymbol<Self::Kernel>>;
+    /// The global `name` of `module`, with its size.
+    fn global(&self, device: usize, module: &Self::Module, name: &CStr) -> Result<GlobalSymbol>;
+
+    /// Allocates `size` (> 0) bytes of `kind` memory. `Host` memory must be addressable by the host at
+    /// the returned address and by the device.
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void>;
     /// Frees memory returned by `alloc` with the same kind.
     ///
     /// # Safety
-    /// `ptr` came from `alloc` on `device` and was not freed since.
+    /// `ptr` came from `alloc` on `device` with `kind` and was not freed since; nothing uses it any more.
     unsafe fn free(&self, device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()>;
-    /// Copies `size` bytes, on `queue` when one is given, else before returning.
+
+    /// Copies `size` (> 0) bytes from host memory `src` to device memory `dst`, ordered on `queue`.
     ///
     /// # Safety
-    /// `dst` and `src` are valid for `size` bytes until the copy has completed (for a queued copy,
-    /// until the queue is synchronised).
-    unsafe fn copy(
+    /// Both ranges are valid for `size` bytes until `queue` has been synchronised.
+    unsafe fn copy_to_device(
         &self,
         device: usize,
         dst: *mut c_void,
         src: *const c_void,
         size: usize,
-        queue: Option<&dyn Queue>,
+        queue: &Self::Queue,
     ) -> Result<()>;
-    /// Starts `function` with `args`, on `queue` when one is given, else to completion before returning.
+    /// Copies `size` (> 0) bytes from device memory `src` to host memory `dst`, ordered on `queue`.
     ///
     /// # Safety
-    /// `function` is a kernel handle from a module of `device`, and `args` are what it expects, valid
-    /// until the launch has completed.
+    /// As for [`Backend::copy_to_device`].
+    unsafe fn copy_to_host(
+        &self,
+        device: usize,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: &Self::Queue,
+    ) -> Result<()>;
+    /// Whether [`Backend::copy_between_devices`] works from `src_device` to `dst_device`.
+    fn can_exchange(&self, src_device: usize, dst_device: usize) -> bool;
+    /// Copies `size` (> 0) bytes from `src` on `src_device` to `dst` on `dst_device`, ordered on
+    /// `queue`, a queue of `src_device`. Called only when `can_exchange` says yes.
+    ///
+    /// # Safety
+    /// As for [`Backend::copy_to_device`].
+    unsafe fn copy_between_devices(
+        &self,
+        src_device: usize,
+        src: *const c_void,
+        dst_device: usize,
+        dst: *mut c_void,
+        size: usize,
+        queue: &Self::Queue,
+    ) -> Result<()>;
+
+    /// Starts `kernel` with `args` and the geometry the core computed, ordered on `queue`.
+    /// `asynchronous` is libomptarget's `nowait`: the caller will not wait for it soon, so a backend
+    /// that could run it inline should not.
+    ///
+    /// # Safety
+    /// `args` are what the kernel expects and the memory they point to stays valid until `queue` has
+    /// been synchronised.
     unsafe fn launch(
         &self,
         device: usize,
-        function: *mut c_void,
+        kernel: &Self::Kernel,
         args: &[*mut c_void],
-        bounds: LaunchBounds,
-        queue: Option<&dyn Queue>,
+        geometry: LaunchGeometry,
+        asynchronous: bool,
+        queue: &Self::Queue,
     ) -> Result<()>;
+
     /// Makes a new queue for `device`.
-    fn create_queue(&self, device: usize) -> Result<Box<dyn Queue>>;
+    fn create_queue(&self, device: usize) -> Result<Self::Queue>;
+    /// Destroys a queue with no work outstanding.
+    fn destroy_queue(&self, device: usize, queue: &Self::Queue) -> Result<()>;
+    /// The driver's handle on `queue` (CUstream, hsa_queue_t*), which libomptarget holds in
+    /// `__tgt_async_info::Queue` and interop hands to users. Unique among live queues, never NULL, and
+    /// fixed for the queue's life.
+    fn queue_handle(&self, queue: &Self::Queue) -> *mut c_void;
+    /// Blocks until everything submitted to `queue` has finished; returns the first failure among it.
+    fn synchronize(&self, device: usize, queue: &Self::Queue) -> Result<()>;
+    /// Whether everything submitted to `queue` has finished, without blocking.
+    fn is_idle(&self, device: usize, queue: &Self::Queue) -> Result<bool>;
+
     /// Makes a new event for `device`.
-    fn create_event(&self, device: usize) -> Result<Box<dyn Event>>;
-    /// Makes host memory ready for fast transfers and returns the address the device uses for it.
-    fn lock_host_memory(&self, ptr: *mut c_void, size: usize) -> Result<*mut c_void>;
-    /// Undoes `lock_host_memory`.
-    fn unlock_host_memory(&self, ptr: *mut c_void) -> Result<()>;
-    /// Lanes per RPC port: 1 for a CPU, the warp or wavefront size for a GPU.
-    fn rpc_lane_size(&self) -> u32;
-    /// RPC ports for `device` when `OMPRPC_RPC_PORTS` does not say: one per unit of parallelism that
-    /// can wait on a port at once, so that every waiting device thread finds one.
-    fn rpc_default_ports(&self, device: usize) -> u32;
-    /// The memory `device`'s RPC server allocates from.
-    fn rpc_memory(&self, device: usize) -> Result<Arc<dyn DeviceMemory>>;
+    fn create_event(&self, device: usize) -> Result<Self::Event>;
+    /// Destroys an event nobody waits for.
+    fn destroy_event(&self, device: usize, event: &Self::Event) -> Result<()>;
+    /// The event's handle, as libomptarget holds it. As for [`Backend::queue_handle`].
+    fn event_handle(&self, event: &Self::Event) -> *mut c_void;
+    /// Marks `event` reached once the work submitted to `queue` so far has finished.
+    fn record_event(&self, device: usize, event: &Self::Event, queue: &Self::Queue) -> Result<()>;
+    /// Holds back later work on `queue` until `event`'s latest recording is reached.
+    fn wait_event(&self, device: usize, event: &Self::Event, queue: &Self::Queue) -> Result<()>;
+    /// Blocks the calling thread until `event`'s latest recording is reached.
+    fn sync_event(&self, device: usize, event: &Self::Event) -> Result<()>;
+
+    /// Pins `size` bytes of host memory at `ptr` for fast transfers and returns the address the device
+    /// uses for them. The core keeps the ranges and their reference counts; this is called once per
+    /// range.
+    fn lock_host_memory(&self, device: usize, ptr: *mut c_void, size: usize) -> Result<*mut c_void>;
+    /// Undoes `lock_host_memory` for the range that starts at `ptr`.
+    fn unlock_host_memory(&self, device: usize, ptr: *mut c_void) -> Result<()>;
+
+    /// The driver's handles on `device`, for interop.
+    fn native_device(&self, device: usize) -> NativeDevice;
     /// Name-value lines describing `device` for `llvm-omp-device-info`.
     fn describe_device(&self, device: usize) -> Vec<(&'static str, String)>;
-}
-
-/// Opens the backend `kind`; an error means zero devices, with the error as the reason.
-pub fn open(kind: BackendKind, config: &Config) -> Result<Box<dyn Backend>> {
-    match kind {
-        BackendKind::Host => Ok(Box::new(host::HostBackend::new(
-            config.host_devices,
-            config.kernel_stack_bytes,
-        ))),
-        BackendKind::Cuda => cuda::open(),
-        BackendKind::Amdgpu => amdgpu::open(),
-    }
 }

@@ -1,171 +1,211 @@
-//! Device entry tables: the table `load_binary` returns must have the image's entries, in the image's
-//! order, with device-side addresses, and stay valid for the life of the process.
+//! Loading an image the way libomptarget 16's generic device does (`GenericDeviceTy::loadBinary`):
+//! the module from the backend, the device environment written when the image has one, every kernel
+//! with its execution mode read from the image's ELF symbol table, every global checked against the
+//! size the host expects.
 
 use std::ffi::{c_void, CString};
 
-use crate::abi::types::{OffloadEntry, TargetTable};
-use crate::backend::Module;
-use crate::plugin::error::Result;
+use super::device::KernelRecord;
+use super::launch::KernelLimits;
+use super::HostEntry;
+use crate::backend::{Backend, DeviceLimits, ExecMode};
+use crate::util::config::Config;
+use crate::util::elf;
+use crate::util::error::{Context, Error, Result};
 
-/// A kernel as libomptarget sees it: the `addr` of its table entry points here.
-#[derive(Debug)]
-pub struct Kernel {
-    /// The entry's symbol name, for messages.
-    pub name: CString,
-    /// The backend's handle on the function.
-    pub function: *mut c_void,
+/// The symbol through which libomptarget 16's device runtime reads its environment.
+pub const DEVICE_ENVIRONMENT_SYMBOL: &std::ffi::CStr = c"__omp_rtl_device_environment";
+
+/// `DeviceEnvironmentTy` of LLVM 16 (`DeviceEnvironment.h`): 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceEnvironment {
+    /// `LIBOMPTARGET_DEVICE_RTL_DEBUG`.
+    pub debug_kind: u32,
+    /// Devices of this plugin.
+    pub num_devices: u32,
+    /// This device's (plugin-local) number.
+    pub device_num: u32,
+    /// `LIBOMPTARGET_SHARED_MEMORY_SIZE`.
+    pub dynamic_mem_size: u32,
 }
 
-// SAFETY: `function` is an address inside a loaded image that is never unloaded; it is only passed back
-// to the backend, which may use it from any thread.
-unsafe impl Send for Kernel {}
-// SAFETY: immutable after creation; see `Send`.
-unsafe impl Sync for Kernel {}
-
-/// An image loaded on one device, with the table handed to libomptarget.
-pub struct LoadedImage {
-    /// `ImageStart` of the image, to recognise a second `load_binary` of the same image.
-    pub image_start: usize,
-    /// The table returned to libomptarget; boxed so that its address never moves.
-    pub table: Box<TargetTable>,
-    /// Storage of the table's entries; never resized after creation.
-    pub entries: Box<[OffloadEntry]>,
-    /// Owned copies of the entry names the table points to.
-    pub names: Vec<CString>,
-    /// The kernels of this image, whose addresses the table carries.
-    pub kernels: Vec<&'static Kernel>,
-    /// Keeps the image loaded.
-    pub module: Box<dyn Module>,
-}
-
-// SAFETY: the raw pointers in `table` and `entries` point into this value's own boxed storage (or
-// into the never-unloaded image); the plugin writes them once, before handing the table out.
-unsafe impl Send for LoadedImage {}
-// SAFETY: as for `Send`; shared access only reads.
-unsafe impl Sync for LoadedImage {}
-
-/// One entry of the image's host table, read and copied out of the program's memory.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostEntry {
-    /// The symbol name shared by the host and the device image.
-    pub name: CString,
-    /// 0 for a kernel, else the size of the global.
-    pub size: usize,
-    /// The entry's flags, copied to the device table.
-    pub flags: i32,
-    /// Reserved field, copied to the device table.
-    pub reserved: i32,
-}
-
-/// Builds the device table for `host_entries` from symbols of `module`.
-pub fn build(image_start: usize, host_entries: &[HostEntry], module: Box<dyn Module>) -> Result<LoadedImage> {
-    let mut entries = Vec::with_capacity(host_entries.len());
-    let mut names = Vec::with_capacity(host_entries.len());
-    let mut kernels = Vec::new();
-    for host in host_entries {
-        let name = host.name.clone();
-        let addr = if host.size == 0 {
-            let function = module.function(&name)?;
-            let kernel: &'static Kernel = Box::leak(Box::new(Kernel {
-                name: name.clone(),
-                function,
-            }));
-            kernels.push(kernel);
-            kernel as *const Kernel as *mut c_void
-        } else {
-            module.global(&name)?
-        };
-        entries.push(OffloadEntry {
-            addr,
-            name: name.as_ptr().cast_mut(),
-            size: host.size,
-            flags: host.flags,
-            reserved: host.reserved,
-        });
-        // Moving a CString moves only its pointer; the bytes `name` points to stay put.
-        names.push(name);
+impl DeviceEnvironment {
+    /// The environment of device `device` of `num_devices` under `config`.
+    pub fn new(config: &Config, num_devices: usize, device: usize) -> DeviceEnvironment {
+        DeviceEnvironment {
+            debug_kind: config.device_rtl_debug,
+            num_devices: num_devices as u32,
+            device_num: device as u32,
+            dynamic_mem_size: config.shared_memory_bytes,
+        }
     }
-    let mut entries = entries.into_boxed_slice();
-    let range = entries.as_mut_ptr_range();
-    Ok(LoadedImage {
-        image_start,
-        table: Box::new(TargetTable {
-            entries_begin: range.start,
-            entries_end: range.end,
-        }),
-        entries,
-        names,
-        kernels,
-        module,
+
+    /// Its bytes as the device runtime reads them.
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut bytes = [0u8; 16];
+        for (i, v) in [
+            self.debug_kind,
+            self.num_devices,
+            self.device_num,
+            self.dynamic_mem_size,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        bytes
+    }
+}
+
+/// The execution mode of kernel `name` from the image's `<name>_exec_mode` byte: `default` when the
+/// image has no such symbol (host images never do), an error when the byte is not a mode.
+pub fn exec_mode(image: Option<&elf::Image>, name: &[u8], default: ExecMode) -> Result<ExecMode> {
+    let symbol_name = [name, b"_exec_mode"].concat();
+    let Some(byte) = image
+        .and_then(|image| image.symbol(&symbol_name).and_then(|s| image.symbol_bytes(&s)))
+        .and_then(|bytes| bytes.first().copied())
+    else {
+        return Ok(default);
+    };
+    ExecMode::from_byte(byte).ok_or_else(|| {
+        Error::BadImage(format!(
+            "{} is {byte}, not an execution mode (1 generic, 2 SPMD, 3 generic-SPMD)",
+            String::from_utf8_lossy(&symbol_name)
+        ))
     })
+}
+
+/// Checks that a device global has the size the host table gives it.
+pub fn check_global_size(name: &CString, host_size: usize, device_size: usize) -> Result<()> {
+    if host_size == device_size {
+        Ok(())
+    } else {
+        Err(Error::BadImage(format!(
+            "global '{}' has {device_size} bytes in the device image but {host_size} on the host",
+            name.to_string_lossy()
+        )))
+    }
+}
+
+/// What resolving one image's host entries produced.
+pub struct Resolved<B: Backend> {
+    /// Device address of every entry, in order.
+    pub addresses: Vec<usize>,
+    /// The kernels among them.
+    pub kernels: Vec<&'static KernelRecord<B>>,
+}
+
+/// Resolves every host entry against a loaded module: kernels become (leaked) kernel records whose
+/// addresses the table carries; globals become their device addresses, size-checked.
+#[allow(clippy::too_many_arguments)]
+pub fn resolve_entries<B: Backend>(
+    backend: &B,
+    device: usize,
+    module: &B::Module,
+    elf_image: Option<&elf::Image>,
+    entries: &[HostEntry],
+    limits: &DeviceLimits,
+    config: &Config,
+) -> Result<Resolved<B>> {
+    let mut addresses = Vec::with_capacity(entries.len());
+    let mut kernels: Vec<&'static KernelRecord<B>> = Vec::new();
+    for entry in entries {
+        let shown = || entry.name.to_string_lossy().into_owned();
+        if entry.size == 0 {
+            let symbol = backend
+                .kernel(device, module, &entry.name)
+                .context(|| format!("loading kernel {}", shown()))?;
+            let mode = exec_mode(elf_image, entry.name.to_bytes(), limits.default_exec_mode)
+                .context(|| format!("loading kernel {}", shown()))?;
+            let record: &'static KernelRecord<B> = Box::leak(Box::new(KernelRecord {
+                name: entry.name.clone(),
+                kernel: symbol.kernel,
+                mode,
+                limits: KernelLimits::new(
+                    limits,
+                    symbol.max_threads,
+                    config.max_teams,
+                    config.max_team_threads,
+                    config.shared_memory_bytes,
+                ),
+            }));
+            kernels.push(record);
+            addresses.push(record as *const KernelRecord<B> as usize);
+        } else {
+            let global = backend
+                .global(device, module, &entry.name)
+                .context(|| format!("loading global {}", shown()))?;
+            check_global_size(&entry.name, entry.size, global.size)?;
+            addresses.push(global.addr as usize);
+        }
+    }
+    Ok(Resolved { addresses, kernels })
+}
+
+/// Where an image's device environment is, if it has one of the size LLVM 16 writes; `Err` carries
+/// the size found when it differs.
+pub fn device_environment_target<B: Backend>(
+    backend: &B,
+    device: usize,
+    module: &B::Module,
+) -> Option<std::result::Result<*mut c_void, usize>> {
+    let global = backend.global(device, module, DEVICE_ENVIRONMENT_SYMBOL).ok()?;
+    if global.size == std::mem::size_of::<DeviceEnvironment>() {
+        Some(Ok(global.addr))
+    } else {
+        Some(Err(global.size))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::error::Error;
-    use std::collections::HashMap;
-    use std::ffi::CStr;
-
-    struct FakeModule(HashMap<&'static str, usize>);
-
-    impl Module for FakeModule {
-        fn function(&self, name: &CStr) -> Result<*mut c_void> {
-            self.global(name)
-        }
-        fn global(&self, name: &CStr) -> Result<*mut c_void> {
-            let name = name.to_str().unwrap();
-            self.0
-                .get(name)
-                .map(|&a| a as *mut c_void)
-                .ok_or_else(|| Error::MissingSymbol {
-                    image: "fake".into(),
-                    symbol: name.into(),
-                })
-        }
-    }
-
-    fn entry(name: &str, size: usize, flags: i32) -> HostEntry {
-        HostEntry {
-            name: CString::new(name).unwrap(),
-            size,
-            flags,
-            reserved: 0,
-        }
-    }
+    use crate::util::elf::tests::sample;
 
     #[test]
-    fn keeps_count_and_order_and_maps_addresses() {
-        let module = FakeModule(HashMap::from([("k0", 0x1000), ("g", 0x2000), ("k1", 0x3000)]));
-        let host = [entry("k0", 0, 0), entry("g", 4, 0), entry("k1", 0, 2)];
-        let image = build(0xabc, &host, Box::new(module)).unwrap();
-        let table = &image.entries;
-        assert_eq!(table.len(), 3);
-        assert_eq!(image.table.entries_begin, table.as_ptr().cast_mut());
-        // SAFETY: the table points into `entries`, which is alive.
-        assert_eq!(
-            unsafe { image.table.entries_end.offset_from(image.table.entries_begin) },
-            3
+    fn exec_modes_come_from_the_symbol_table() {
+        let file = sample(
+            elf::EM_CUDA,
+            &[
+                ("a_exec_mode", 0, &[1]),
+                ("b_exec_mode", 0, &[2]),
+                ("c_exec_mode", 0, &[3]),
+                ("d_exec_mode", 0, &[9]),
+            ],
         );
-        let names: Vec<_> = table
-            .iter()
-            // SAFETY: the names point into `image.names`, which is alive.
-            .map(|e| unsafe { CStr::from_ptr(e.name) }.to_str().unwrap().to_string())
-            .collect();
-        assert_eq!(names, ["k0", "g", "k1"]);
-        assert_eq!(table[1].addr as usize, 0x2000);
-        assert_eq!(table[1].size, 4);
-        assert_eq!(table[2].flags, 2);
-        assert_eq!(image.kernels.len(), 2);
-        assert_eq!(table[0].addr as usize, image.kernels[0] as *const Kernel as usize);
-        assert_eq!(image.kernels[1].function as usize, 0x3000);
+        let image = elf::Image::parse(&file).unwrap();
+        let mode = |name: &[u8]| exec_mode(Some(&image), name, ExecMode::Spmd);
+        assert_eq!(mode(b"a").unwrap(), ExecMode::Generic);
+        assert_eq!(mode(b"b").unwrap(), ExecMode::Spmd);
+        assert_eq!(mode(b"c").unwrap(), ExecMode::GenericSpmd);
+        let err = mode(b"d").unwrap_err().to_string();
+        assert!(err.contains("d_exec_mode is 9"), "{err}");
+        assert_eq!(mode(b"missing").unwrap(), ExecMode::Spmd, "missing: the default");
+        assert_eq!(exec_mode(None, b"a", ExecMode::Generic).unwrap(), ExecMode::Generic);
     }
 
     #[test]
-    fn a_table_that_does_not_match_the_image_fails() {
-        let module = FakeModule(HashMap::from([("k0", 0x1000)]));
-        let host = [entry("k0", 0, 0), entry("missing", 8, 0)];
-        let err = build(0, &host, Box::new(module)).err().unwrap();
-        assert!(err.to_string().contains("'missing'"), "{err}");
+    fn global_sizes_must_match() {
+        let name = CString::new("counter").unwrap();
+        assert!(check_global_size(&name, 4, 4).is_ok());
+        let err = check_global_size(&name, 8, 4).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "cannot load the device image: global 'counter' has 4 bytes in the device image but 8 on the host"
+        );
+    }
+
+    #[test]
+    fn the_device_environment_has_llvm_16_layout() {
+        let env = [
+            ("LIBOMPTARGET_DEVICE_RTL_DEBUG", "3"),
+            ("LIBOMPTARGET_SHARED_MEMORY_SIZE", "512"),
+        ];
+        let config = Config::from_lookup(|n| env.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()));
+        let bytes = DeviceEnvironment::new(&config, 4, 2).to_bytes();
+        assert_eq!(std::mem::size_of::<DeviceEnvironment>(), 16);
+        assert_eq!(bytes, [3, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 0]);
     }
 }

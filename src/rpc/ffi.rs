@@ -14,9 +14,6 @@ pub const STATUS_UNHANDLED_OPCODE: Status = 0x1001;
 /// The lane size is not 1, 32 or 64.
 pub const STATUS_INVALID_LANE_SIZE: Status = 0x1002;
 
-/// Largest port count the 19.1 protocol supports.
-pub const MAX_PORTS: u64 = 4096;
-
 /// `rpc_port_t`: a port being served, valid only inside a callback.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -83,6 +80,8 @@ pub mod opcode {
     pub const FREE: u16 = 11;
     /// `abort()` on the device.
     pub const ABORT: u16 = 13;
+    /// `printf` to the host's stdout, formatted by the host.
+    pub const PRINTF_TO_STDOUT: u16 = 21;
     /// First opcode free for users.
     pub const FIRST_USER: u16 = 0x8000;
 

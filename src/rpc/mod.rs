@@ -1,22 +1,29 @@
 //! Host services for device code: LLVM libc's RPC server (19.1) wrapped safely, the plugin's own
 //! handlers (MALLOC, FREE and user opcodes), and the thread that serves every device.
 //!
-//! Device code reaches the host through a shared-memory mailbox. A device image that wants host
-//! services exports `__llvm_libc_rpc_client`; when such an image is loaded, the device gets a server
-//! ([`server::RpcServer`]) and the image's client is pointed at it. [`service`] then serves it while
-//! any kernel that may call it is running.
+//! Device code reaches the host through a shared-memory mailbox ([`mailbox`]). A device image that
+//! wants host services defines `__llvm_libc_rpc_client`; when such an image is loaded, the core gives
+//! the device a server ([`server::RpcServer`]) and points the image's client at it; [`registry`] keeps
+//! the servers and the user handlers, and [`service`] serves every server while a kernel that may call
+//! the host is running. This module offers safe operations only; the C-callable side of user handlers
+//! lives in the ABI layer.
 
 pub mod ffi;
+pub mod mailbox;
 #[cfg(feature = "rpc")]
-pub mod handlers;
+pub mod port;
+#[cfg(feature = "rpc")]
+pub mod registry;
 #[cfg(feature = "rpc")]
 pub mod server;
 #[cfg(feature = "rpc")]
 pub mod service;
+#[cfg(feature = "rpc")]
+pub mod simulated;
 
 use std::ffi::c_void;
 
-use crate::plugin::error::Result;
+use crate::util::error::Result;
 
 /// The name of the symbol through which a device image asks for host services.
 pub const CLIENT_SYMBOL: &std::ffi::CStr = c"__llvm_libc_rpc_client";

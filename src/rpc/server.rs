@@ -1,6 +1,6 @@
 //! One device's RPC server: owns libc's `rpc_device_t` and the shared mailbox, serves MALLOC and FREE
-//! through the device's allocator, routes user opcodes to the handlers registered with
-//! [`super::handlers`], and turns a request nobody handles into a clear error instead of a hang.
+//! through the device's allocator, routes user opcodes to the handlers of [`super::registry`], and
+//! turns a request nobody handles into a clear error instead of a hang.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -9,11 +9,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::ffi::{self, opcode};
-use super::{handlers, DeviceMemory};
-use crate::plugin::address_map::AddressSet;
-use crate::plugin::error::{Error, Result};
-use crate::plugin::log;
-use crate::plugin::sync::{lock, read, write};
+use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
+use super::port::Port;
+use super::registry::{self, Registered};
+use super::DeviceMemory;
+use crate::util::address_map::AddressSet;
+use crate::util::error::{Error, Result};
+use crate::util::log;
+use crate::util::sync::{lock, read, write};
 
 thread_local! {
     /// Set while this thread is inside `rpc_handle_server`. libc's server calls `exit` from the
@@ -71,6 +74,8 @@ pub struct RpcServer {
     lane_size: u32,
     /// Start of the shared mailbox (host address).
     mailbox: *mut u8,
+    /// Where everything is in it.
+    layout: Layout,
     memory: Arc<dyn DeviceMemory>,
     callbacks: Box<CallbackState>,
     /// Serving holds it shared; adding a callback to libc's (unlocked) map holds it exclusively.
@@ -166,10 +171,38 @@ fn check(call: &'static str, status: ffi::Status) -> Result<()> {
     if status == ffi::STATUS_SUCCESS {
         Ok(())
     } else {
-        Err(Error::Os {
-            call,
-            detail: format!("LLVM libc's RPC server returned status {status:#x}"),
-        })
+        Err(Error::Rpc { call, status })
+    }
+}
+
+/// libc's callback data for one user opcode on one server: which handler, and the device for messages.
+struct UserOpcode {
+    registered: &'static Registered,
+    device: usize,
+}
+
+/// libc's callback for every user opcode.
+///
+/// # Safety
+/// Called by libc's server with the port it is serving and the data `install_user_opcode` registered.
+unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
+    // SAFETY: `install_user_opcode` registers a leaked, never freed `UserOpcode` as the data.
+    let user = unsafe { &*data.cast::<UserOpcode>() };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
+        let mut port = unsafe { Port::from_raw(raw) };
+        user.registered.handler.serve(&mut port);
+    }));
+    if let Err(panic) = outcome {
+        let text = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        log::error(format_args!(
+            "device {}: the host handler of opcode {:#06x} panicked: {text}",
+            user.device, user.registered.opcode
+        ));
     }
 }
 
@@ -177,10 +210,10 @@ impl RpcServer {
     /// Creates the server of `device` with `ports` ports of `lane_size` lanes, its mailbox from
     /// `memory`, MALLOC/FREE and every registered user opcode installed.
     pub fn new(device: usize, ports: u32, lane_size: u32, memory: Arc<dyn DeviceMemory>) -> Result<Arc<RpcServer>> {
-        if ports == 0 || u64::from(ports) > ffi::MAX_PORTS {
+        if ports == 0 || ports as usize > super::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
                 "{ports} RPC ports is not from 1 to {}",
-                ffi::MAX_PORTS
+                super::mailbox::MAX_PORTS
             )));
         }
         let mut request = MailboxRequest {
@@ -204,9 +237,9 @@ impl RpcServer {
         }
         check("rpc_server_init", status)?;
         let Some(Ok(mailbox)) = request.result else {
-            return Err(Error::Os {
-                call: "rpc_server_init",
-                detail: "the server did not allocate its mailbox".into(),
+            return Err(Error::Rpc {
+                call: "rpc_server_init (no mailbox was allocated)",
+                status,
             });
         };
         let callbacks = Box::new(CallbackState {
@@ -220,6 +253,10 @@ impl RpcServer {
             ports,
             lane_size,
             mailbox: mailbox.cast(),
+            layout: Layout {
+                ports: ports as usize,
+                lanes: lane_size as usize,
+            },
             memory,
             callbacks,
             gate: RwLock::new(()),
@@ -228,7 +265,6 @@ impl RpcServer {
         let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
         server.register(opcode::MALLOC, serve_malloc, state)?;
         server.register(opcode::FREE, serve_free, state)?;
-        handlers::attach(&server)?;
         Ok(server)
     }
 
@@ -257,13 +293,27 @@ impl RpcServer {
         })
     }
 
-    /// Routes user opcode `op` to `handler` through [`handlers::dispatch`].
-    pub fn install_user_opcode(&self, op: u16, handler: &'static handlers::Handler) -> Result<()> {
+    /// Routes the user opcode of `registered` to its handler.
+    pub fn install_user_opcode(&self, registered: &'static Registered) -> Result<()> {
+        let data: &'static UserOpcode = Box::leak(Box::new(UserOpcode {
+            registered,
+            device: self.device,
+        }));
         self.register(
-            op,
-            handlers::dispatch,
-            (handler as *const handlers::Handler).cast_mut().cast(),
+            registered.opcode,
+            dispatch,
+            (data as *const UserOpcode).cast_mut().cast(),
         )
+    }
+
+    /// Host address of the mailbox.
+    pub fn mailbox_address(&self) -> usize {
+        self.mailbox as usize
+    }
+
+    /// Where everything is in the mailbox.
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// The 552-byte client object to copy to the device, pointing at this server's mailbox.
@@ -286,26 +336,22 @@ impl RpcServer {
         *lock(&self.client_address) = Some(addr);
     }
 
-    fn mailbox_word(&self, index: usize) -> u32 {
-        // SAFETY: `index < 2 * ports`, inside the mailbox arrays at the start of the shared buffer,
-        // which lives as long as `self`; the words are only ever accessed atomically.
-        unsafe { (*self.mailbox.cast::<AtomicU32>().add(index)).load(Ordering::Acquire) }
+    fn mailbox_word(&self, offset: usize) -> u32 {
+        // SAFETY: `offset` is one of the layout's word offsets, inside the shared buffer, which lives
+        // as long as `self`; the words are only ever accessed atomically.
+        unsafe { (*self.mailbox.add(offset).cast::<AtomicU32>()).load(Ordering::Acquire) }
     }
 
     /// Whether port `i` holds a request waiting for the server.
     fn pending(&self, i: usize) -> bool {
-        // [0, N) is written by the server, [N, 2N) by the client; they differ while the server owns
-        // the port.
-        self.mailbox_word(i) != self.mailbox_word(self.ports as usize + i)
+        self.mailbox_word(self.layout.server_word(i)) != self.mailbox_word(self.layout.client_word(i))
     }
 
     /// Starts fetching port `i`'s header and packet, which the device just wrote, so that their cache
     /// lines travel while the server gets ready instead of one after the other.
     fn prefetch_request(&self, i: usize) {
-        let ports = self.ports as usize;
-        let header = 8 * ports + 16 * i;
-        let packets = (8 * ports + 16 * ports).div_ceil(64) * 64;
-        let packet = packets + 64 * self.lane_size as usize * i;
+        let header = self.layout.header(i);
+        let packet = self.layout.packet(i, 0);
         #[cfg(target_arch = "x86_64")]
         // SAFETY: prefetching never faults, and both offsets lie inside the mailbox anyway.
         unsafe {
@@ -317,9 +363,10 @@ impl RpcServer {
 
     /// The opcode in port `i`'s header.
     fn opcode_of(&self, i: usize) -> u16 {
-        let header = 8 * self.ports as usize + 16 * i;
-        // SAFETY: the headers follow the two mailbox arrays (offset 8N, 16 bytes each, opcode at +8).
-        unsafe { std::ptr::read_volatile(self.mailbox.add(header + 8).cast::<u16>()) }
+        let at = self.layout.header(i) + HEADER_OPCODE_OFFSET;
+        // SAFETY: the header lies inside the mailbox (see the layout); the opcode is a naturally
+        // aligned u16 that the client wrote before handing the port over.
+        unsafe { std::ptr::read_volatile(self.mailbox.add(at).cast::<u16>()) }
     }
 
     /// Serves every waiting request once. Returns whether there was any.
@@ -354,7 +401,7 @@ impl RpcServer {
             .filter(|&i| self.pending(i))
             .map(|i| self.opcode_of(i))
             .find(|&op| {
-                !opcode::is_built_in(op) && op != opcode::MALLOC && op != opcode::FREE && !handlers::is_registered(op)
+                !opcode::is_built_in(op) && op != opcode::MALLOC && op != opcode::FREE && !registry::is_registered(op)
             });
         let what = unknown.map_or_else(|| "an opcode".to_string(), |op| format!("opcode {op:#06x}"));
         log::error(format_args!(
@@ -388,14 +435,23 @@ impl RpcServer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
     use std::sync::atomic::AtomicUsize;
 
     /// Host memory that counts what is live, to check that shutdown frees the mailbox.
     #[derive(Default)]
-    struct CountingMemory {
+    pub(crate) struct CountingMemory {
         live: AtomicUsize,
+        last_shared: AtomicUsize,
+    }
+
+    impl CountingMemory {
+        /// Size of the last shared (mailbox) allocation.
+        pub(crate) fn last_shared_size(&self) -> usize {
+            self.last_shared.load(Ordering::SeqCst)
+        }
     }
 
     impl DeviceMemory for CountingMemory {
@@ -411,6 +467,7 @@ mod tests {
         }
         fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
             self.live.fetch_add(1, Ordering::SeqCst);
+            self.last_shared.store(size, Ordering::SeqCst);
             // SAFETY: calloc has no preconditions.
             Ok(unsafe { libc::calloc(1, size) })
         }
@@ -421,93 +478,82 @@ mod tests {
         }
     }
 
-    /// A one-lane client speaking the 19.1 protocol on port 0, as the device-side header does.
-    struct TestClient<'a> {
-        server: &'a RpcServer,
+    /// Serves `server` on a thread of its own until `done` is set.
+    fn serve_in_background(
+        server: Arc<RpcServer>,
+        done: Arc<std::sync::atomic::AtomicBool>,
+    ) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                if !server.serve_once() {
+                    std::thread::yield_now();
+                }
+            }
+        })
     }
 
-    impl TestClient<'_> {
-        fn word(&self, index: usize) -> &AtomicU32 {
-            // SAFETY: `index < 2 * ports`; the mailbox lives as long as the server.
-            unsafe { &*self.server.mailbox.cast::<AtomicU32>().add(index) }
-        }
-        fn packet(&self) -> *mut [u64; 8] {
-            let n = self.server.ports as usize;
-            let packets = (24 * n).div_ceil(64) * 64;
-            // SAFETY: the packets follow the headers, 64-byte aligned; port 0's is the first.
-            unsafe { self.server.mailbox.add(packets).cast() }
-        }
-        /// Opens port 0 for `op`, sends `data`, serves, and returns the reply if `reply`.
-        fn call(&self, op: u16, data: [u64; 8], reply: bool) -> [u64; 8] {
-            let n = self.server.ports as usize;
-            // SAFETY: header 0 at offset 8N; nothing else touches it while the port is idle.
-            unsafe {
-                let header = self.server.mailbox.add(8 * n);
-                *header.cast::<u64>() = 1;
-                *header.add(8).cast::<u16>() = op;
-                *self.packet() = data;
-            }
-            let out = self.word(n).load(Ordering::SeqCst);
-            self.word(n).store(out ^ 1, Ordering::SeqCst);
-            assert!(self.server.serve_once(), "the request is seen as pending");
-            if reply {
-                assert_eq!(self.word(0).load(Ordering::SeqCst), out ^ 1, "the server replied");
-                // SAFETY: the server handed the packet back.
-                let answer = unsafe { *self.packet() };
-                // The client's close flips nothing; the port is idle again.
-                return answer;
-            }
-            [0; 8]
+    /// Waits up to 5 s for `cond` (a FREE has no reply, so its effect shows a little later).
+    fn eventually(what: &str, cond: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !cond() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 
     #[test]
-    fn serves_malloc_and_free_and_refuses_bad_frees() {
-        let memory = Arc::new(CountingMemory::default());
-        let server = RpcServer::new(3, 8, 1, memory.clone()).unwrap();
-        assert_eq!(memory.live.load(Ordering::SeqCst), 1, "the mailbox");
-        let client = server.client_bytes();
-        assert_eq!(client.len(), 552);
-        assert_eq!(
-            u32::from_ne_bytes(client[..4].try_into().unwrap()),
-            8,
-            "the client knows the port count"
-        );
-        assert!(!server.serve_once(), "nothing pending");
-        {
-            let test = TestClient { server: &server };
-
-            let ptr = test.call(opcode::MALLOC, [40, 0, 0, 0, 0, 0, 0, 0], true)[0];
-            assert_ne!(ptr, 0);
+    fn serves_malloc_and_free_per_lane_and_refuses_bad_frees() {
+        for lanes in [1u32, 32, 64] {
+            let memory = Arc::new(CountingMemory::default());
+            let server = RpcServer::new(3, 8, lanes, memory.clone()).unwrap();
+            assert_eq!(memory.live.load(Ordering::SeqCst), 1, "the mailbox");
+            let client = server.client_bytes();
+            assert_eq!(client.len(), 552);
             assert_eq!(
-                memory.live.load(Ordering::SeqCst),
-                2,
-                "the block came from the device's memory"
+                u32::from_ne_bytes(client[..4].try_into().unwrap()),
+                8,
+                "the client knows the port count"
             );
-            // The port is the client's again; a FREE is one packet with no reply.
-            test.call(opcode::FREE, [ptr, 0, 0, 0, 0, 0, 0, 0], false);
-            assert_eq!(memory.live.load(Ordering::SeqCst), 1, "freed");
-            test.call(opcode::FREE, [ptr, 0, 0, 0, 0, 0, 0, 0], false);
-            test.call(opcode::FREE, [0x1234, 0, 0, 0, 0, 0, 0, 0], false);
-            assert_eq!(
-                memory.live.load(Ordering::SeqCst),
-                1,
-                "a double or foreign free is refused, not obeyed"
-            );
-            assert!(!server.serve_once());
+            assert!(!server.serve_once(), "nothing pending");
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let serving = serve_in_background(Arc::clone(&server), Arc::clone(&done));
+            {
+                let device = SimulatedDevice::new(&server);
+                let warp = SimulatedWarp::new(&device, 0);
+                let mask = warp.full_mask() & 0x5555_5555_5555_5555; // every other lane
+                let sizes: Vec<u64> = (0..lanes as u64).map(|l| 8 + l).collect();
+                let ptrs = warp.malloc(mask, &sizes);
+                let active = mask.count_ones() as usize;
+                for (lane, &p) in ptrs.iter().enumerate() {
+                    assert_eq!(p != 0, mask & (1 << lane) != 0, "lane {lane} of {lanes}");
+                }
+                assert_eq!(
+                    memory.live.load(Ordering::SeqCst),
+                    1 + active,
+                    "each active lane's block came from device memory"
+                );
+                warp.free(mask, &ptrs);
+                eventually("freed", || memory.live.load(Ordering::SeqCst) == 1);
+                warp.free(mask, &ptrs);
+                warp.free(mask, &vec![0x1234; lanes as usize]);
+                // A round trip after the frees: by its reply they have been served.
+                let again = warp.malloc(1, &[16]);
+                warp.free(1, &again);
+                eventually("only the mailbox is left", || memory.live.load(Ordering::SeqCst) == 1);
+            }
+            done.store(true, Ordering::SeqCst);
+            serving.join().unwrap();
+            server.shutdown().unwrap();
+            assert_eq!(memory.live.load(Ordering::SeqCst), 0, "shutdown frees the mailbox");
         }
-        server.shutdown().unwrap();
-        assert_eq!(memory.live.load(Ordering::SeqCst), 0, "shutdown frees the mailbox");
     }
 
     #[test]
-    fn refuses_bad_port_counts_and_reserved_opcodes() {
+    fn refuses_bad_port_counts_and_lane_sizes() {
         let memory: Arc<dyn DeviceMemory> = Arc::new(CountingMemory::default());
         assert!(RpcServer::new(0, 0, 1, memory.clone()).is_err());
         assert!(RpcServer::new(0, 4097, 1, memory.clone()).is_err());
-        assert!(RpcServer::new(0, 4, 3, memory).is_err(), "lane size 3 is invalid");
-        unsafe extern "C" fn nothing(_: *mut crate::abi::api::omprpc_port, _: *mut c_void) {}
-        let err = handlers::register(0x10, nothing, std::ptr::null_mut()).unwrap_err();
-        assert!(err.to_string().contains("reserved"), "{err}");
+        let err = RpcServer::new(0, 4, 3, memory).err().unwrap().to_string();
+        assert!(err.contains("rpc_server_init") && err.contains("0x1002"), "{err}");
     }
 }

@@ -1,21 +1,18 @@
-//! The thread that serves every device with an RPC server. It polls while any kernel that may call
-//! the host is running, backing off from spinning to short sleeps when nothing comes, and sleeps on a
+//! The thread that serves every device with an RPC server. It polls while any kernel that may call the
+//! host is running, backing off from spinning to short sleeps when nothing comes, and sleeps on a
 //! condition variable, using no CPU, when no such kernel runs. It starts with the first server, so a
 //! program that never uses host services never has it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, Once, RwLock};
+use std::sync::{Condvar, LazyLock, Mutex, Once};
 use std::time::Duration;
 
-use super::server::RpcServer;
-use crate::plugin::log;
-use crate::plugin::sync::{lock, read, wait, write};
+use super::registry;
+use crate::util::log;
+use crate::util::sync::{lock, wait};
 
 struct Service {
-    servers: RwLock<Arc<Vec<Arc<RpcServer>>>>,
-    /// Bumped when `servers` changes, so the serving thread re-reads it only then.
-    generation: AtomicUsize,
-    /// Kernels running on devices with a server.
+    /// Kernels in flight on devices with a server.
     active: AtomicUsize,
     sleep: Mutex<()>,
     wake: Condvar,
@@ -23,8 +20,6 @@ struct Service {
 }
 
 static SERVICE: LazyLock<Service> = LazyLock::new(|| Service {
-    servers: RwLock::new(Arc::new(Vec::new())),
-    generation: AtomicUsize::new(0),
     active: AtomicUsize::new(0),
     sleep: Mutex::new(()),
     wake: Condvar::new(),
@@ -37,66 +32,58 @@ const YIELD_ROUNDS: u32 = 8000;
 /// Longest sleep between polls while kernels run, bounding the latency of a first call after a lull.
 const MAX_NAP: Duration = Duration::from_micros(500);
 
-/// Adds `server` to those served, starting the thread on first use.
-pub fn add_server(server: Arc<RpcServer>) {
-    {
-        let mut servers = write(&SERVICE.servers);
-        let mut list = Vec::clone(&servers);
-        list.push(server);
-        *servers = Arc::new(list);
-        SERVICE.generation.fetch_add(1, Ordering::SeqCst);
-    }
+/// Starts the serving thread unless it runs already.
+pub(crate) fn ensure_started() {
     SERVICE.started.call_once(|| {
         let spawned = std::thread::Builder::new()
             .name("omprpc-rpc".into())
             .spawn(serve_forever);
         if let Err(e) = spawned {
             log::error(format_args!(
-                "cannot start the RPC server thread: {e}; device host calls will hang"
+                "cannot start the RPC server thread: {e}; host calls are served only while the program \
+                 waits for its target regions"
             ));
         }
     });
 }
 
-/// Marks a kernel that may call the host as running until the guard is dropped.
-pub fn kernel_running() -> KernelGuard {
+/// A kernel that may call the host has been launched: serve until [`kernels_finished`] says it ended.
+pub fn kernel_started() {
     if SERVICE.active.fetch_add(1, Ordering::SeqCst) == 0 {
         let _lock = lock(&SERVICE.sleep);
         SERVICE.wake.notify_one();
     }
-    KernelGuard(())
 }
 
-/// See [`kernel_running`].
-pub struct KernelGuard(());
-
-impl Drop for KernelGuard {
-    fn drop(&mut self) {
-        SERVICE.active.fetch_sub(1, Ordering::SeqCst);
+/// `count` kernels counted by [`kernel_started`] have ended.
+pub fn kernels_finished(count: usize) {
+    if count > 0 {
+        SERVICE.active.fetch_sub(count, Ordering::SeqCst);
     }
-}
-
-fn servers() -> Arc<Vec<Arc<RpcServer>>> {
-    Arc::clone(&read(&SERVICE.servers))
 }
 
 fn serve_forever() {
     let mut quiet_rounds = 0u32;
     let mut nap = Duration::from_micros(20);
-    let mut seen_generation = SERVICE.generation.load(Ordering::SeqCst);
-    let mut servers = servers();
+    let mut seen = registry::generation();
+    let mut servers = registry::servers();
     loop {
-        let generation = SERVICE.generation.load(Ordering::SeqCst);
-        if generation != seen_generation {
-            seen_generation = generation;
-            servers = self::servers();
-        }
         if SERVICE.active.load(Ordering::SeqCst) == 0 {
-            let mut lock = lock(&SERVICE.sleep);
+            // Hold no server while asleep, so that a device's teardown need not wait for this thread.
+            drop(servers);
+            let mut guard = lock(&SERVICE.sleep);
             while SERVICE.active.load(Ordering::SeqCst) == 0 {
-                lock = wait(&SERVICE.wake, lock);
+                guard = wait(&SERVICE.wake, guard);
             }
+            drop(guard);
+            seen = registry::generation();
+            servers = registry::servers();
             quiet_rounds = 0;
+        }
+        let generation = registry::generation();
+        if generation != seen {
+            seen = generation;
+            servers = registry::servers();
         }
         let mut served = false;
         for server in servers.iter() {
@@ -121,7 +108,7 @@ fn serve_forever() {
 
 /// Serves every device once; whether any request was waiting.
 pub fn serve_all_once() -> bool {
-    let servers = servers();
+    let servers = registry::servers();
     let mut served = false;
     for server in servers.iter() {
         served |= server.serve_once();

@@ -1,12 +1,9 @@
 //! AMD GPUs through the HSA runtime. Not implemented in this version: selecting it yields zero devices
 //! and says so, rather than pretending.
 
-use super::Backend;
-use crate::plugin::error::{Error, Result};
+use crate::util::error::Error;
 
-/// Reports that this version has no AMDGPU backend yet.
-pub fn open() -> Result<Box<dyn Backend>> {
-    Err(Error::Unsupported(
-        "the AMDGPU backend is not implemented in this version of omprpc; reporting 0 devices".into(),
-    ))
+/// Why this version has no AMDGPU devices.
+pub fn unavailable() -> Error {
+    Error::Unsupported("the AMDGPU backend is not implemented in this version of omprpc; reporting 0 devices".into())
 }

@@ -1,12 +1,9 @@
 //! NVIDIA GPUs through the CUDA driver. Not implemented in this version: selecting it yields zero devices
 //! and says so, rather than pretending.
 
-use super::Backend;
-use crate::plugin::error::{Error, Result};
+use crate::util::error::Error;
 
-/// Reports that this version has no CUDA backend yet.
-pub fn open() -> Result<Box<dyn Backend>> {
-    Err(Error::Unsupported(
-        "the CUDA backend is not implemented in this version of omprpc; reporting 0 devices".into(),
-    ))
+/// Why this version has no CUDA devices.
+pub fn unavailable() -> Error {
+    Error::Unsupported("the CUDA backend is not implemented in this version of omprpc; reporting 0 devices".into())
 }

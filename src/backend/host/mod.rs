@@ -1,19 +1,17 @@
 //! The host CPU as an offload device (`libomptarget.rtl.x86_64`): images are x86-64 shared objects
 //! loaded into this process, memory is the process heap, and a kernel is a plain function call.
 
-pub mod elf;
+pub mod elf_check;
 pub mod invoke;
 pub mod queue;
 
 use std::ffi::{c_void, CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::Arc;
 
 use self::queue::{HostEvent, HostQueue};
-use super::{AllocKind, Backend, Event, LaunchBounds, Module, Queue};
-use crate::plugin::config::BackendKind;
-use crate::plugin::error::{Error, Result};
-use crate::rpc::DeviceMemory;
+use super::{AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice};
+use crate::util::config::BackendKind;
+use crate::util::error::{Error, Result};
 
 /// The host backend: `devices` independent copies of every image in one address space.
 pub struct HostBackend {
@@ -32,14 +30,35 @@ impl HostBackend {
     }
 }
 
-fn host_queue(queue: &dyn Queue) -> Result<&HostQueue> {
-    queue
-        .as_any()
-        .downcast_ref::<HostQueue>()
-        .ok_or_else(|| Error::InvalidArg("a queue of another backend was passed to the host backend".into()))
+/// A kernel of a host image: the outlined region's address.
+pub struct HostKernel(*const c_void);
+
+// SAFETY: a function address in a loaded image; calling it from any thread is what OpenMP does.
+unsafe impl Send for HostKernel {}
+// SAFETY: as above; never mutated.
+unsafe impl Sync for HostKernel {}
+
+fn hardware_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as u32
+}
+
+fn memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 impl Backend for HostBackend {
+    type Module = HostModule;
+    type Kernel = HostKernel;
+    type Queue = HostQueue;
+    type Event = HostEvent;
+
     fn kind(&self) -> BackendKind {
         BackendKind::Host
     }
@@ -50,7 +69,7 @@ impl Backend for HostBackend {
 
     fn device_count_reason(&self) -> String {
         // The count came from the settings; only OMPRPC_HOST_DEVICES makes it differ from the default.
-        if self.devices != crate::plugin::config::DEFAULT_HOST_DEVICES {
+        if self.devices != crate::util::config::DEFAULT_HOST_DEVICES {
             format!("{} host devices, as OMPRPC_HOST_DEVICES asks", self.devices)
         } else {
             format!(
@@ -60,17 +79,56 @@ impl Backend for HostBackend {
         }
     }
 
-    fn is_compatible_image(&self, header: &[u8], image_len: usize) -> bool {
-        elf::check_x86_64_shared_object(header, image_len).is_ok()
+    fn is_compatible_image(&self, header: &[u8], image_len: usize, _arch: Option<&str>) -> bool {
+        elf_check::check_x86_64_shared_object(header, image_len).is_ok()
     }
 
-    fn init_device(&self, _device: usize) -> Result<()> {
+    fn init_device(&self, _device: usize) -> Result<DeviceLimits> {
+        // Like the stock plugin: a kernel is one call on one thread, which starts OpenMP's teams and
+        // threads itself through libomp.
+        Ok(DeviceLimits {
+            lane_size: 1,
+            max_threads: 1,
+            max_teams: 1,
+            default_threads: 1,
+            default_teams: 1,
+            multiprocessors: hardware_threads(),
+            memory_bytes: memory_bytes(),
+            default_exec_mode: ExecMode::Generic,
+            max_kernel_args: invoke::MAX_KERNEL_ARGS,
+            // Every hardware thread may run a device thread that waits on a port; twice that leaves
+            // room, and the server's pass over the ports stays short.
+            rpc_ports: (hardware_threads() * 2).next_power_of_two().clamp(16, 256),
+            recycle_allocations: false,
+        })
+    }
+
+    fn deinit_device(&self, _device: usize) -> Result<()> {
         Ok(())
     }
 
-    fn load_module(&self, device: usize, image: &[u8]) -> Result<Box<dyn Module>> {
-        elf::check_x86_64_shared_object(image, image.len()).map_err(|why| Error::BadImage(why.into()))?;
-        Ok(Box::new(HostModule::load(device, image)?))
+    fn load_module(&self, device: usize, image: &[u8]) -> Result<HostModule> {
+        elf_check::check_x86_64_shared_object(image, image.len()).map_err(|why| Error::BadImage(why.into()))?;
+        HostModule::load(device, image)
+    }
+
+    fn unload_module(&self, _device: usize, module: HostModule) -> Result<()> {
+        module.unload()
+    }
+
+    fn kernel(&self, _device: usize, module: &HostModule, name: &CStr) -> Result<KernelSymbol<HostKernel>> {
+        Ok(KernelSymbol {
+            kernel: HostKernel(module.symbol(name)?),
+            max_threads: None,
+        })
+    }
+
+    fn global(&self, _device: usize, module: &HostModule, name: &CStr) -> Result<GlobalSymbol> {
+        let addr = module.symbol(name)?;
+        Ok(GlobalSymbol {
+            addr,
+            size: symbol_size(addr).unwrap_or(0),
+        })
     }
 
     fn alloc(&self, _device: usize, size: usize, _kind: AllocKind) -> Result<*mut c_void> {
@@ -88,81 +146,124 @@ impl Backend for HostBackend {
         Ok(())
     }
 
-    unsafe fn copy(
+    unsafe fn copy_to_device(
         &self,
         _device: usize,
         dst: *mut c_void,
         src: *const c_void,
         size: usize,
-        queue: Option<&dyn Queue>,
+        queue: &HostQueue,
     ) -> Result<()> {
-        match queue {
-            Some(queue) => host_queue(queue)?.push_copy(dst, src, size),
-            None => {
-                // SAFETY: both ranges are valid for `size` bytes (this trait method's contract);
-                // `copy` is memmove and tolerates overlap.
-                unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
-                Ok(())
-            }
-        }
+        // SAFETY: forwarded from the trait method's contract; host and device share the address space.
+        unsafe { queue.copy(dst, src, size) }
+    }
+
+    unsafe fn copy_to_host(
+        &self,
+        _device: usize,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: &HostQueue,
+    ) -> Result<()> {
+        // SAFETY: as in `copy_to_device`.
+        unsafe { queue.copy(dst, src, size) }
+    }
+
+    fn can_exchange(&self, _src_device: usize, _dst_device: usize) -> bool {
+        // Every host device lives in this process's memory.
+        true
+    }
+
+    unsafe fn copy_between_devices(
+        &self,
+        _src_device: usize,
+        src: *const c_void,
+        _dst_device: usize,
+        dst: *mut c_void,
+        size: usize,
+        queue: &HostQueue,
+    ) -> Result<()> {
+        // SAFETY: as in `copy_to_device`.
+        unsafe { queue.copy(dst, src, size) }
     }
 
     unsafe fn launch(
         &self,
         _device: usize,
-        function: *mut c_void,
+        kernel: &HostKernel,
         args: &[*mut c_void],
-        _bounds: LaunchBounds,
-        queue: Option<&dyn Queue>,
+        _geometry: LaunchGeometry,
+        asynchronous: bool,
+        queue: &HostQueue,
     ) -> Result<()> {
-        if args.len() > invoke::MAX_KERNEL_ARGS {
-            return Err(Error::InvalidArg(format!(
-                "{} kernel arguments is more than the {} supported",
-                args.len(),
-                invoke::MAX_KERNEL_ARGS
-            )));
-        }
-        match queue {
-            Some(queue) => host_queue(queue)?.push_launch(function, args),
-            None => {
-                // SAFETY: `function` is the image's symbol for an outlined region, which takes one
-                // pointer-sized argument per mapped variable (this trait method's contract).
-                unsafe { invoke::call_with_pointer_args(function, args) };
-                Ok(())
-            }
-        }
+        // SAFETY: `kernel` is the image's symbol for an outlined region, which takes one pointer-sized
+        // argument per mapped variable; the core checked the count against `max_kernel_args`.
+        unsafe { queue.launch(kernel.0, args, asynchronous) }
     }
 
-    fn create_queue(&self, _device: usize) -> Result<Box<dyn Queue>> {
-        Ok(Box::new(HostQueue::new(self.kernel_stack_bytes)))
+    fn create_queue(&self, _device: usize) -> Result<HostQueue> {
+        Ok(HostQueue::new(self.kernel_stack_bytes))
     }
 
-    fn create_event(&self, _device: usize) -> Result<Box<dyn Event>> {
-        Ok(Box::new(HostEvent::default()))
+    fn destroy_queue(&self, _device: usize, queue: &HostQueue) -> Result<()> {
+        queue.stop();
+        Ok(())
     }
 
-    fn lock_host_memory(&self, ptr: *mut c_void, _size: usize) -> Result<*mut c_void> {
+    fn queue_handle(&self, queue: &HostQueue) -> *mut c_void {
+        queue.handle()
+    }
+
+    fn synchronize(&self, _device: usize, queue: &HostQueue) -> Result<()> {
+        queue.synchronize();
+        Ok(())
+    }
+
+    fn is_idle(&self, _device: usize, queue: &HostQueue) -> Result<bool> {
+        Ok(queue.is_idle())
+    }
+
+    fn create_event(&self, _device: usize) -> Result<HostEvent> {
+        Ok(HostEvent::default())
+    }
+
+    fn destroy_event(&self, _device: usize, _event: &HostEvent) -> Result<()> {
+        Ok(())
+    }
+
+    fn event_handle(&self, event: &HostEvent) -> *mut c_void {
+        event.handle()
+    }
+
+    fn record_event(&self, _device: usize, event: &HostEvent, queue: &HostQueue) -> Result<()> {
+        queue.record(event)
+    }
+
+    fn wait_event(&self, _device: usize, event: &HostEvent, queue: &HostQueue) -> Result<()> {
+        queue.wait(event)
+    }
+
+    fn sync_event(&self, _device: usize, event: &HostEvent) -> Result<()> {
+        event.synchronize();
+        Ok(())
+    }
+
+    fn lock_host_memory(&self, _device: usize, ptr: *mut c_void, _size: usize) -> Result<*mut c_void> {
         // The device shares the host's memory: nothing to pin, and the address is unchanged.
         Ok(ptr)
     }
 
-    fn unlock_host_memory(&self, _ptr: *mut c_void) -> Result<()> {
+    fn unlock_host_memory(&self, _device: usize, _ptr: *mut c_void) -> Result<()> {
         Ok(())
     }
 
-    fn rpc_lane_size(&self) -> u32 {
-        1
-    }
-
-    fn rpc_default_ports(&self, _device: usize) -> u32 {
-        // Every hardware thread may run a device thread that waits on a port; twice that leaves room,
-        // and the server's pass over the ports stays short.
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        (threads * 2).next_power_of_two().clamp(16, 256)
-    }
-
-    fn rpc_memory(&self, _device: usize) -> Result<Arc<dyn DeviceMemory>> {
-        Ok(Arc::new(HostMemory))
+    fn native_device(&self, _device: usize) -> NativeDevice {
+        // The host has no driver context or device handle, as with the stock plugin.
+        NativeDevice {
+            context: std::ptr::null_mut(),
+            device: std::ptr::null_mut(),
+        }
     }
 
     fn describe_device(&self, device: usize) -> Vec<(&'static str, String)> {
@@ -175,58 +276,37 @@ impl Backend for HostBackend {
                     .map(|(_, v)| v.trim().to_string())
             })
             .unwrap_or_else(|| "unknown".into());
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let memory = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find_map(|l| l.strip_prefix("MemTotal:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            })
-            .map(|kib| format!("{} MiB", kib / 1024))
-            .unwrap_or_else(|| "unknown".into());
+        let memory = match memory_bytes() {
+            0 => "unknown".to_string(),
+            bytes => format!("{} MiB", bytes >> 20),
+        };
         vec![
             ("Device", format!("host device {device} of {}", self.devices)),
             ("Backend", "host (x86_64), kernels run in this process".into()),
             ("CPU", model),
-            ("Hardware threads", threads.to_string()),
+            ("Hardware threads", hardware_threads().to_string()),
             ("Memory", memory),
             ("Memory shared with the host", "yes (same address space)".into()),
         ]
     }
 }
 
-/// Host memory for the RPC server: the device is this process, so every allocation is shared.
-struct HostMemory;
+/// glibc's `RTLD_DL_SYMENT`: `dladdr1` returns the symbol's ELF entry.
+const RTLD_DL_SYMENT: libc::c_int = 1;
 
-impl DeviceMemory for HostMemory {
-    fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        // SAFETY: malloc has no preconditions; null is handled.
-        let ptr = unsafe { libc::malloc(size) };
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory { size });
-        }
-        Ok(ptr)
+/// The size of the symbol at `addr` in a loaded object, from its dynamic symbol table.
+fn symbol_size(addr: *mut c_void) -> Option<usize> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let mut sym: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `info` and `sym` are writable; dladdr1 only inspects the loader's tables.
+    let found = unsafe { libc::dladdr1(addr, info.as_mut_ptr(), &mut sym, RTLD_DL_SYMENT) };
+    if found == 0 || sym.is_null() {
+        return None;
     }
-
-    unsafe fn free(&self, ptr: *mut c_void) {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc`.
-        unsafe { libc::free(ptr) }
-    }
-
-    fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
-        // SAFETY: calloc has no preconditions and returns zeroed memory, as the mailbox must be.
-        let ptr = unsafe { libc::calloc(1, size) };
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory { size });
-        }
-        Ok(ptr)
-    }
-
-    unsafe fn free_shared(&self, ptr: *mut c_void) {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc_shared`.
-        unsafe { libc::free(ptr) }
-    }
+    // SAFETY: dladdr1 succeeded with RTLD_DL_SYMENT, so `sym` points to the symbol's Elf64_Sym in the
+    // object's (mapped) dynamic symbol table.
+    let sym = unsafe { &*sym.cast::<libc::Elf64_Sym>() };
+    usize::try_from(sym.st_size).ok()
 }
 
 /// An image loaded from memory: a memfd holding the bytes, `dlopen`ed through `/proc/self/fd/N`.
@@ -279,8 +359,24 @@ impl HostModule {
         })
     }
 
+    /// Closes the image (its destructors run). It must be closed before its memfd: the next image would
+    /// get the same descriptor number, hence the same path, and glibc would hand back this object
+    /// instead of loading the new one.
+    fn unload(mut self) -> Result<()> {
+        let handle = std::mem::replace(&mut self.handle, std::ptr::null_mut());
+        // SAFETY: `handle` came from dlopen and is closed once (it is replaced by null above).
+        if unsafe { libc::dlclose(handle) } != 0 {
+            return Err(Error::Os {
+                call: "dlclose of a host image",
+                detail: dl_error(),
+            });
+        }
+        Ok(())
+    }
+
     fn symbol(&self, name: &CStr) -> Result<*mut c_void> {
-        // SAFETY: `handle` is a live dlopen handle (never closed) and `name` a valid C string.
+        // SAFETY: `handle` is a live dlopen handle (closed only by `unload`, which consumes the
+        // module) and `name` a valid C string.
         let addr = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
         if addr.is_null() {
             return Err(Error::MissingSymbol {
@@ -293,12 +389,13 @@ impl HostModule {
 }
 
 impl Drop for HostModule {
-    /// Only a module whose load failed half-way is dropped (loaded images live as long as the
-    /// process). It must be closed before its memfd: the next image would get the same descriptor
-    /// number, hence the same path, and glibc would hand back this object instead of loading it.
+    /// A module dropped without `unload` (a load that failed half-way) is closed here, before its memfd,
+    /// for the reason `unload` gives.
     fn drop(&mut self) {
-        // SAFETY: `handle` came from dlopen and nothing else holds it; the memfd closes after this.
-        unsafe { libc::dlclose(self.handle) };
+        if !self.handle.is_null() {
+            // SAFETY: `handle` came from dlopen and was not closed (`unload` nulls it).
+            unsafe { libc::dlclose(self.handle) };
+        }
     }
 }
 
@@ -310,15 +407,5 @@ fn dl_error() -> String {
     } else {
         // SAFETY: non-null, NUL-terminated, see above.
         unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
-    }
-}
-
-impl Module for HostModule {
-    fn function(&self, name: &CStr) -> Result<*mut c_void> {
-        self.symbol(name)
-    }
-
-    fn global(&self, name: &CStr) -> Result<*mut c_void> {
-        self.symbol(name)
     }
 }

@@ -23,7 +23,19 @@ pub enum Error {
     OutOfMemory { size: usize },
     /// An operating-system call failed.
     Os { call: &'static str, detail: String },
-    /// The backend exists in name only in this version.
+    /// A driver call failed: `driver` names the library (CUDA, HSA), `call` the function, `code` and
+    /// `name` the status it returned, in the driver's own words.
+    Driver {
+        driver: &'static str,
+        call: &'static str,
+        code: i64,
+        name: String,
+    },
+    /// LLVM libc's RPC server returned a failure status from `call`.
+    Rpc { call: &'static str, status: u32 },
+    /// What the plugin was doing (loading kernel X, launching kernel Y) when `source` happened.
+    Context { what: String, source: Box<Error> },
+    /// The operation is not available with this backend or build.
     Unsupported(String),
     /// A panic inside the plugin, caught at the C boundary.
     Panic(String),
@@ -31,6 +43,19 @@ pub enum Error {
 
 /// Result alias used throughout the crate.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// Adds what the plugin was doing to an error on its way up.
+pub trait Context<T> {
+    /// Wraps an error with `what` (computed only on failure).
+    fn context<S: Into<String>>(self, what: impl FnOnce() -> S) -> Result<T>;
+}
+
+impl<T> Context<T> for Result<T> {
+    #[inline]
+    fn context<S: Into<String>>(self, what: impl FnOnce() -> S) -> Result<T> {
+        self.map_err(|e| e.context(what()))
+    }
+}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -58,6 +83,16 @@ impl fmt::Display for Error {
             }
             Error::OutOfMemory { size } => write!(f, "cannot allocate {size} bytes: out of memory"),
             Error::Os { call, detail } => write!(f, "{call} failed: {detail}"),
+            Error::Driver {
+                driver,
+                call,
+                code,
+                name,
+            } => write!(f, "{driver} error in {call}: {name} ({code})"),
+            Error::Rpc { call, status } => {
+                write!(f, "LLVM libc's RPC server failed in {call} with status {status:#x}")
+            }
+            Error::Context { what, source } => write!(f, "{what}: {source}"),
             Error::Unsupported(text) => f.write_str(text),
             Error::Panic(text) => write!(f, "internal error (please report it): {text}"),
         }
@@ -67,6 +102,14 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Error {
+    /// This error, said to have happened while doing `what`.
+    pub fn context(self, what: impl Into<String>) -> Error {
+        Error::Context {
+            what: what.into(),
+            source: Box::new(self),
+        }
+    }
+
     /// The error of a failed libc call, with `errno`'s text.
     pub fn last_os(call: &'static str) -> Error {
         Error::Os {
@@ -98,6 +141,17 @@ mod tests {
         assert_eq!(
             all[1].to_string(),
             "device id 7 is out of range: this plugin has 4 device(s)"
+        );
+        let driver = Error::Driver {
+            driver: "CUDA",
+            call: "cuStreamCreate",
+            code: 2,
+            name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+        };
+        let launch: Result<()> = Err(driver);
+        assert_eq!(
+            launch.context(|| "launching kernel k").unwrap_err().to_string(),
+            "launching kernel k: CUDA error in cuStreamCreate: CUDA_ERROR_OUT_OF_MEMORY (2)"
         );
     }
 }

@@ -1,24 +1,14 @@
 //! Recognises host device images: 64-bit little-endian x86-64 ELF shared objects.
 
-const EHDR_SIZE: usize = 64;
+use crate::util::elf::{self, EM_X86_64};
+
 const ET_DYN: u16 = 3;
-const EM_X86_64: u16 = 62;
-
-fn u16_at(bytes: &[u8], offset: usize) -> u16 {
-    u16::from_le_bytes([bytes[offset], bytes[offset + 1]])
-}
-
-fn u64_at(bytes: &[u8], offset: usize) -> u64 {
-    let mut raw = [0u8; 8];
-    raw.copy_from_slice(&bytes[offset..offset + 8]);
-    u64::from_le_bytes(raw)
-}
 
 /// Why an image is not an x86-64 shared object, or `Ok` when it is one this backend can load.
 /// `image` holds at least the image's first bytes (the whole image is not needed); `image_len` is the
 /// size of the whole image.
 pub fn check_x86_64_shared_object(image: &[u8], image_len: usize) -> Result<(), &'static str> {
-    if image.len() < EHDR_SIZE || image_len < EHDR_SIZE {
+    if image.len() < 64 || image_len < 64 {
         return Err("shorter than an ELF header");
     }
     if image[..4] != *b"\x7fELF" {
@@ -30,16 +20,17 @@ pub fn check_x86_64_shared_object(image: &[u8], image_len: usize) -> Result<(), 
     if image[5] != 1 {
         return Err("not a little-endian ELF file");
     }
-    if u16_at(image, 18) != EM_X86_64 {
+    let header = elf::header(image).ok_or("not an ELF file")?;
+    if header.machine != EM_X86_64 {
         return Err("not built for x86-64");
     }
-    if u16_at(image, 16) != ET_DYN {
+    if header.kind != ET_DYN {
         return Err("not a shared object");
     }
-    let phoff = u64_at(image, 32);
-    let phentsize = u64::from(u16_at(image, 54));
-    let phnum = u64::from(u16_at(image, 56));
-    let ph_end = phentsize.checked_mul(phnum).and_then(|n| n.checked_add(phoff));
+    let phnum = u64::from(header.program_headers);
+    let ph_end = u64::from(header.program_header_size)
+        .checked_mul(phnum)
+        .and_then(|n| n.checked_add(header.program_headers_offset));
     match ph_end {
         Some(end) if phnum > 0 && end <= image_len as u64 => Ok(()),
         _ => Err("program headers missing or past the end of the image (truncated?)"),

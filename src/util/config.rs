@@ -79,11 +79,26 @@ pub struct Config {
     pub initial_events: usize,
     /// `OMPRPC_RPC_PORTS`: RPC ports per device, or the backend's default.
     pub rpc_ports: Option<u32>,
+    /// `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`: device allocations up to this size are recycled by the
+    /// core's memory manager (on backends whose allocations are expensive); 0 turns it off.
+    pub memory_manager_threshold: usize,
+    /// `LIBOMPTARGET_SHARED_MEMORY_SIZE`: dynamic shared memory given to every kernel launch, and
+    /// written to the device environment.
+    pub shared_memory_bytes: u32,
+    /// `LIBOMPTARGET_DEVICE_RTL_DEBUG`: the device runtime's debug flags (device environment).
+    pub device_rtl_debug: u32,
+    /// `OMP_NUM_TEAMS`: caps the teams of a launch when set (0 = no cap).
+    pub max_teams: u32,
+    /// `OMP_TEAMS_THREAD_LIMIT`: caps the threads of a team when set (0 = no cap).
+    pub max_team_threads: u32,
     /// Stack of the threads that run `nowait` host kernels: `OMP_STACKSIZE` (or `KMP_STACKSIZE`) when
     /// larger than the 8 MiB a program's main thread usually has, since such a kernel's initial thread
     /// stands in for it.
     pub kernel_stack_bytes: usize,
 }
+
+/// libomptarget's default for `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD` (8 KiB).
+pub const DEFAULT_MEMORY_MANAGER_THRESHOLD: usize = 1 << 13;
 
 /// Stack of a program's main thread on Linux by default, and the least a kernel thread gets.
 pub const DEFAULT_KERNEL_STACK: usize = 8 << 20;
@@ -148,9 +163,41 @@ impl Config {
                 .or_else(|| lookup("KMP_STACKSIZE"))
                 .and_then(|text| parse_stack_size(&text))
                 .map_or(DEFAULT_KERNEL_STACK, |bytes| bytes.max(DEFAULT_KERNEL_STACK)),
-            rpc_ports: lookup("OMPRPC_RPC_PORTS")
-                .map(|_| count_setting(&lookup, "OMPRPC_RPC_PORTS", 0, 1, 4096) as u32)
-                .filter(|&n| n > 0),
+            rpc_ports: optional_count(&lookup, "OMPRPC_RPC_PORTS", 1, 4096, "the device's default").map(|n| n as u32),
+            memory_manager_threshold: count_setting(
+                &lookup,
+                "LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD",
+                DEFAULT_MEMORY_MANAGER_THRESHOLD,
+                0,
+                1 << 30,
+            ),
+            shared_memory_bytes: count_setting(&lookup, "LIBOMPTARGET_SHARED_MEMORY_SIZE", 0, 0, u32::MAX as usize)
+                as u32,
+            device_rtl_debug: count_setting(&lookup, "LIBOMPTARGET_DEVICE_RTL_DEBUG", 0, 0, u32::MAX as usize) as u32,
+            max_teams: optional_count(&lookup, "OMP_NUM_TEAMS", 1, u32::MAX as usize, "no cap").unwrap_or(0) as u32,
+            max_team_threads: optional_count(&lookup, "OMP_TEAMS_THREAD_LIMIT", 1, u32::MAX as usize, "no cap")
+                .unwrap_or(0) as u32,
+        }
+    }
+}
+
+/// A setting with no default value: `None` when unset or invalid (an invalid value is reported, saying
+/// that `fallback` applies instead).
+fn optional_count(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    min: usize,
+    max: usize,
+    fallback: &str,
+) -> Option<usize> {
+    let text = lookup(name)?;
+    match text.trim().parse::<usize>() {
+        Ok(v) if (min..=max).contains(&v) => Some(v),
+        _ => {
+            log::error(format_args!(
+                "{name}='{text}' is not a whole number from {min} to {max}; using {fallback}"
+            ));
+            None
         }
     }
 }
@@ -247,5 +294,16 @@ mod tests {
         assert_eq!(c.rpc_ports, Some(4096));
         let c = Config::from_lookup(env(&[("OMPRPC_RPC_PORTS", "5000")]));
         assert_eq!(c.rpc_ports, None, "out of range keeps the default");
+        assert_eq!(c.memory_manager_threshold, 8192);
+        let c = Config::from_lookup(env(&[
+            ("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", "0"),
+            ("LIBOMPTARGET_SHARED_MEMORY_SIZE", "256"),
+            ("OMP_NUM_TEAMS", "7"),
+            ("OMP_TEAMS_THREAD_LIMIT", "x"),
+        ]));
+        assert_eq!(c.memory_manager_threshold, 0, "0 turns the memory manager off");
+        assert_eq!(c.shared_memory_bytes, 256);
+        assert_eq!(c.max_teams, 7);
+        assert_eq!(c.max_team_threads, 0);
     }
 }

@@ -1,0 +1,753 @@
+//! [`Core`]: the generic plugin over one backend. Every entry point's bookkeeping lives here; the
+//! backend is called once per operation.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+use super::device::{Allocation, Device, DeviceState, EventSlot, LoadedImage, QueueSlot};
+use super::image::{self, DeviceEnvironment};
+use super::launch::{self, LaunchRequest};
+use super::memory_manager::MemoryManager;
+use super::pinned::Unlock;
+use super::pool::{Item, Pooled};
+use super::{rpc_link, HostEntry, LoadedEntries, PluginApi, QueueField};
+use crate::backend::{AllocKind, Backend, NativeDevice};
+use crate::util::config::Config;
+use crate::util::elf;
+use crate::util::error::{Context, Error, Result};
+use crate::util::log;
+use crate::util::sync::{lock, write};
+
+/// The generic plugin over backend `B`.
+pub struct Core<B: Backend> {
+    backend: &'static B,
+    devices: Vec<Device<B>>,
+    config: Config,
+    requires_flags: AtomicI64,
+    /// Libraries registered and not unregistered; teardown waits for the last.
+    libraries: AtomicUsize,
+}
+
+/// Where an operation's queue comes from: the caller's async info, or a local one that is waited for
+/// before the operation returns (what a synchronous entry point means).
+enum QueueSource<'a> {
+    Caller(QueueField<'a>),
+    Local,
+}
+
+impl<B: Backend> Core<B> {
+    /// The core over `backend`, leaked: libomptarget may call the plugin until the process ends.
+    pub fn new_boxed(backend: B, config: Config) -> Box<dyn PluginApi> {
+        log::info(backend.device_count_reason());
+        let backend: &'static B = Box::leak(Box::new(backend));
+        let devices = (0..backend.device_count()).map(Device::new).collect();
+        Box::new(Core {
+            backend,
+            devices,
+            config,
+            requires_flags: AtomicI64::new(0),
+            libraries: AtomicUsize::new(0),
+        })
+    }
+
+    /// The device `id`, checked against the device count.
+    fn device(&self, id: i32) -> Result<&Device<B>> {
+        match usize::try_from(id).ok().and_then(|i| self.devices.get(i)) {
+            Some(device) => Ok(device),
+            None => Err(Error::InvalidDevice {
+                id,
+                count: self.devices.len(),
+            }),
+        }
+    }
+
+    /// The device `id`, initialised: an error before `init_device`, initialised again after a teardown.
+    fn ready(&self, id: i32) -> Result<&Device<B>> {
+        let device = self.device(id)?;
+        match device.state() {
+            DeviceState::Ready => Ok(device),
+            DeviceState::Uninitialized => Err(Error::DeviceNotInitialized(id)),
+            DeviceState::TornDown => {
+                self.initialize(device)?;
+                Ok(device)
+            }
+        }
+    }
+
+    fn initialize(&self, device: &Device<B>) -> Result<()> {
+        let _lifecycle = lock(&device.lifecycle);
+        if device.state() == DeviceState::Ready {
+            return Ok(());
+        }
+        let limits = self
+            .backend
+            .init_device(device.index)
+            .context(|| format!("initialising device {}", device.index))?;
+        let limits = *device.limits.get_or_init(|| limits);
+        if limits.recycle_allocations && self.config.memory_manager_threshold > 0 {
+            device
+                .memory_manager
+                .get_or_init(|| MemoryManager::new(self.config.memory_manager_threshold));
+        }
+        let backend = self.backend;
+        device.queues.prefill(self.config.initial_queues, || {
+            Ok(QueueSlot::new(backend, backend.create_queue(device.index)?))
+        })?;
+        device.events.prefill(self.config.initial_events, || {
+            Ok(EventSlot::new(backend, backend.create_event(device.index)?))
+        })?;
+        device.set_state(DeviceState::Ready);
+        Ok(())
+    }
+
+    /// Runs `op` on the queue `source` names, taking one from the pool when the caller's async info has
+    /// none yet; a local queue is waited for and given back before returning.
+    fn with_queue<R>(
+        &self,
+        device: &Device<B>,
+        source: QueueSource,
+        op: impl FnOnce(&QueueSlot<B>) -> Result<R>,
+    ) -> Result<R> {
+        match source {
+            QueueSource::Caller(field) => {
+                let slot = if field.is_null() {
+                    let slot = self.acquire_queue(device)?;
+                    *field = slot.handle() as *mut c_void;
+                    slot
+                } else {
+                    device.queue(*field)?
+                };
+                op(&slot)
+            }
+            QueueSource::Local => {
+                let slot = self.acquire_queue(device)?;
+                let result = op(&slot);
+                let finished = self.finish_queue(device, slot, true);
+                let value = result?;
+                finished.map(|()| value)
+            }
+        }
+    }
+
+    fn acquire_queue(&self, device: &Device<B>) -> Result<Item<QueueSlot<B>>> {
+        let backend = self.backend;
+        device
+            .queues
+            .acquire(|| Ok(QueueSlot::new(backend, backend.create_queue(device.index)?)))
+    }
+
+    /// Waits for a queue's work (serving the device's host calls meanwhile) when `wait`, then gives it
+    /// back.
+    fn finish_queue(&self, device: &Device<B>, slot: Item<QueueSlot<B>>, wait: bool) -> Result<()> {
+        let waited = if wait {
+            self.serve_while_waiting(device, &slot)
+                .and_then(|()| self.backend.synchronize(device.index, &slot.queue))
+        } else {
+            Ok(())
+        };
+        // Only this queue's owner launches on it, so a plain load finds the count without an atomic
+        // read-modify-write on every synchronisation of a program that never calls the host.
+        if slot.rpc_kernels.load(Ordering::Acquire) > 0 {
+            let kernels = slot.rpc_kernels.swap(0, Ordering::AcqRel);
+            #[cfg(feature = "rpc")]
+            crate::rpc::service::kernels_finished(kernels);
+            #[cfg(not(feature = "rpc"))]
+            let _ = kernels;
+        }
+        device.queues.release(slot)?;
+        waited
+    }
+
+    /// A thread waiting for a queue serves the device's host calls meanwhile, so that a kernel waiting
+    /// for one never depends on the serving thread alone.
+    fn serve_while_waiting(&self, device: &Device<B>, slot: &QueueSlot<B>) -> Result<()> {
+        if !device.uses_rpc() || slot.rpc_kernels.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        #[cfg(feature = "rpc")]
+        {
+            // The serving thread serves too, so back off to short naps rather than take a core from
+            // the kernel.
+            let mut nap = std::time::Duration::from_micros(1);
+            while !self.backend.is_idle(device.index, &slot.queue)? {
+                if crate::rpc::service::serve_all_once() {
+                    nap = std::time::Duration::from_micros(1);
+                } else {
+                    std::thread::sleep(nap);
+                    nap = (nap * 2).min(std::time::Duration::from_micros(200));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies host bytes to the device and waits, for the core's own writes (device environment, RPC
+    /// client).
+    pub(super) fn write_device(&self, device: &Device<B>, dst: *mut c_void, bytes: &[u8]) -> Result<()> {
+        self.with_queue(device, QueueSource::Local, |slot| {
+            // SAFETY: `dst` is a device address of at least `bytes.len()` bytes (the caller's symbol),
+            // and `bytes` outlives the local queue, which is waited for before this returns.
+            unsafe {
+                self.backend
+                    .copy_to_device(device.index, dst, bytes.as_ptr().cast(), bytes.len(), &slot.queue)
+            }
+        })
+    }
+
+    /// Copies device bytes to the host and waits.
+    #[cfg(feature = "rpc")]
+    pub(super) fn read_device(&self, device: &Device<B>, src: *const c_void, bytes: &mut [u8]) -> Result<()> {
+        self.with_queue(device, QueueSource::Local, |slot| {
+            // SAFETY: as in `write_device`, the other way round.
+            unsafe {
+                self.backend
+                    .copy_to_host(device.index, bytes.as_mut_ptr().cast(), src, bytes.len(), &slot.queue)
+            }
+        })
+    }
+
+    /// The backend, for the RPC wiring.
+    pub(super) fn backend(&self) -> &'static B {
+        self.backend
+    }
+
+    /// The settings.
+    #[cfg(feature = "rpc")]
+    pub(super) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn load(
+        &self,
+        device: &Device<B>,
+        image_start: usize,
+        bytes: &[u8],
+        entries: &[HostEntry],
+    ) -> Result<LoadedEntries> {
+        let mut images = lock(&device.images);
+        if let Some(loaded) = images.iter().find(|i| i.image_start == image_start) {
+            return Ok(LoadedEntries {
+                addresses: loaded.addresses.clone(),
+                already_loaded: true,
+            });
+        }
+        let limits = *device.limits()?;
+        let module = self.backend.load_module(device.index, bytes)?;
+        let elf_image = elf::Image::parse(bytes);
+        let resolved = match self.prepare(device, &module, elf_image.as_ref(), entries, &limits) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                if let Err(unload) = self.backend.unload_module(device.index, module) {
+                    log::device_info(device.index, format_args!("unloading a failed image: {unload}"));
+                }
+                return Err(e);
+            }
+        };
+        {
+            let mut kernels = write(&device.kernels);
+            for &kernel in &resolved.kernels {
+                kernels.insert(kernel as *const _ as usize, kernel);
+            }
+        }
+        log::device_info(
+            device.index,
+            format_args!(
+                "loaded an image of {} bytes with {} kernels and {} globals",
+                bytes.len(),
+                resolved.kernels.len(),
+                entries.len() - resolved.kernels.len()
+            ),
+        );
+        let addresses = resolved.addresses.clone();
+        images.push(LoadedImage {
+            image_start,
+            addresses: resolved.addresses,
+            kernels: resolved.kernels,
+            module,
+        });
+        Ok(LoadedEntries {
+            addresses,
+            already_loaded: false,
+        })
+    }
+
+    /// Everything between loading a module and publishing its kernels: device environment, entries,
+    /// host services.
+    fn prepare(
+        &self,
+        device: &Device<B>,
+        module: &B::Module,
+        elf_image: Option<&elf::Image>,
+        entries: &[HostEntry],
+        limits: &crate::backend::DeviceLimits,
+    ) -> Result<image::Resolved<B>> {
+        match image::device_environment_target(self.backend, device.index, module) {
+            Some(Ok(addr)) => {
+                let env = DeviceEnvironment::new(&self.config, self.devices.len(), device.index);
+                self.write_device(device, addr, &env.to_bytes())
+                    .context(|| "writing the device environment")?;
+            }
+            Some(Err(size)) => log::device_info(
+                device.index,
+                format_args!(
+                    "the image's {} has {size} bytes, not LLVM 16's 16; not written",
+                    image::DEVICE_ENVIRONMENT_SYMBOL.to_string_lossy()
+                ),
+            ),
+            None => {}
+        }
+        let resolved = image::resolve_entries(
+            self.backend,
+            device.index,
+            module,
+            elf_image,
+            entries,
+            limits,
+            &self.config,
+        )?;
+        rpc_link::attach(self, device, module)?;
+        Ok(resolved)
+    }
+
+    /// Unloads one image: its kernels leave the kernel map first, so that a stale entry address is
+    /// refused rather than launched.
+    fn unload(&self, device: &Device<B>, image: LoadedImage<B>) -> Result<()> {
+        {
+            let mut kernels = write(&device.kernels);
+            for &kernel in &image.kernels {
+                kernels.remove(&(kernel as *const _ as usize));
+            }
+        }
+        self.backend.unload_module(device.index, image.module)
+    }
+
+    /// Waits for all outstanding work on every device.
+    fn drain(&self) -> Result<()> {
+        let mut first_error = None;
+        for device in self.devices.iter().filter(|d| d.state() == DeviceState::Ready) {
+            for slot in device.queues.in_use() {
+                if let Err(e) = self.backend.synchronize(device.index, &slot.queue) {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Releases everything a device holds, in order: its RPC server, its images, cached and pinned
+    /// memory, its events and queues, then the device itself. Tries every step; returns the first
+    /// failure.
+    fn teardown(&self, device: &Device<B>) -> Result<()> {
+        let _lifecycle = lock(&device.lifecycle);
+        if device.state() != DeviceState::Ready {
+            return Ok(());
+        }
+        let mut first_error: Option<Error> = None;
+        let mut note = |r: Result<()>| {
+            if let Err(e) = r {
+                first_error.get_or_insert(e);
+            }
+        };
+        note(rpc_link::detach(device));
+        let images = std::mem::take(&mut *lock(&device.images));
+        for image in images {
+            note(self.unload(device, image));
+        }
+        if let Some(manager) = device.memory_manager.get() {
+            manager.release_all(|ptr| {
+                // SAFETY: cached blocks were allocated by the backend as device memory, and were freed
+                // by the program (so nothing uses them).
+                note(unsafe { self.backend.free(device.index, ptr, AllocKind::Device) });
+            });
+        }
+        for start in device.pinned.drain_locked() {
+            note(self.backend.unlock_host_memory(device.index, start));
+        }
+        note(
+            device
+                .events
+                .teardown(|e| self.backend.destroy_event(device.index, &e.event)),
+        );
+        note(
+            device
+                .queues
+                .teardown(|q| self.backend.destroy_queue(device.index, &q.queue)),
+        );
+        note(self.backend.deinit_device(device.index));
+        device.set_state(DeviceState::TornDown);
+        log::device_info(device.index, "released (its images, queues, events and host services)");
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn event(&self, device: &Device<B>, handle: *mut c_void) -> Result<Item<EventSlot<B>>> {
+        device.events.get(handle as usize)
+    }
+}
+
+impl<B: Backend> PluginApi for Core<B> {
+    fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn is_valid_image(&self, header: &[u8], image_len: usize, arch: Option<&str>) -> bool {
+        self.backend.is_compatible_image(header, image_len, arch)
+    }
+
+    fn init_requires(&self, flags: i64) -> i64 {
+        self.requires_flags.store(flags, Ordering::Relaxed);
+        flags
+    }
+
+    fn init_device(&self, id: i32) -> Result<()> {
+        let device = self.device(id)?;
+        self.initialize(device)
+    }
+
+    fn load_image(&self, id: i32, image_start: usize, bytes: &[u8], entries: &[HostEntry]) -> Result<LoadedEntries> {
+        let device = self.ready(id)?;
+        self.load(device, image_start, bytes, entries)
+    }
+
+    fn register_library(&self) {
+        self.libraries.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn unregister_library(&self, ranges: &[(usize, usize)]) -> Result<Vec<(usize, usize)>> {
+        let _ = self
+            .libraries
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
+        let inside = |start: usize| ranges.iter().any(|&(begin, end)| (begin..end).contains(&start));
+        let mut unloaded = Vec::new();
+        let mut first_error = None;
+        for device in &self.devices {
+            let gone: Vec<LoadedImage<B>> = {
+                let mut images = lock(&device.images);
+                let (gone, kept) = std::mem::take(&mut *images)
+                    .into_iter()
+                    .partition(|i| inside(i.image_start));
+                *images = kept;
+                gone
+            };
+            for image in gone {
+                unloaded.push((device.index, image.image_start));
+                if let Err(e) = self.unload(device, image) {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(unloaded), Err)
+    }
+
+    fn deinit(&self) -> Result<bool> {
+        #[cfg(feature = "rpc")]
+        if crate::rpc::server::this_thread_is_serving() {
+            // A device called `exit`, and libc's server is ending the process from this thread; the
+            // kernel that called it never returns, so waiting for it would hang.
+            return Ok(false);
+        }
+        self.drain()?;
+        // libomptarget calls this once per library it unregisters, before `unregister_lib`: only the
+        // last library's call tears down.
+        if self.libraries.load(Ordering::Acquire) > 1 {
+            return Ok(false);
+        }
+        let mut first_error = None;
+        for device in &self.devices {
+            if let Err(e) = self.teardown(device) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(true), Err)
+    }
+
+    fn alloc(&self, id: i32, size: usize, kind: AllocKind) -> Result<*mut c_void> {
+        let device = self.ready(id)?;
+        if size == 0 {
+            return Err(Error::InvalidArg("cannot allocate 0 bytes".into()));
+        }
+        let backend = self.backend;
+        let manager = device
+            .memory_manager
+            .get()
+            .filter(|m| matches!(kind, AllocKind::Device | AllocKind::Default) && m.manages(size));
+        let ptr = match manager {
+            Some(manager) => manager.allocate(
+                size,
+                |size| backend.alloc(device.index, size, AllocKind::Device),
+                |cached| {
+                    // SAFETY: a cached block was allocated as device memory and freed by the program.
+                    let _ = unsafe { backend.free(device.index, cached, AllocKind::Device) };
+                },
+            )?,
+            None => backend.alloc(device.index, size, kind)?,
+        };
+        if kind == AllocKind::Host {
+            device.pinned.add_allocation(ptr, size);
+        }
+        lock(&device.allocations).insert(
+            ptr as usize,
+            Allocation {
+                kind: if manager.is_some() { AllocKind::Device } else { kind },
+                size,
+                recycled: manager.is_some(),
+            },
+        );
+        Ok(ptr)
+    }
+
+    fn free(&self, id: i32, addr: usize) -> Result<()> {
+        let device = self.ready(id)?;
+        let ptr = addr as *mut c_void;
+        let allocation = {
+            let mut records = lock(&device.allocations);
+            let Some(&allocation) = records.get(&addr) else {
+                return Err(Error::UnknownHandle {
+                    what: "allocation",
+                    addr,
+                });
+            };
+            if allocation.kind == AllocKind::Host {
+                device.pinned.remove_allocation(ptr)?;
+            }
+            records.remove(&addr);
+            allocation
+        };
+        match device.memory_manager.get() {
+            Some(manager) if allocation.recycled => {
+                manager.recycle(ptr, allocation.size);
+                Ok(())
+            }
+            // SAFETY: `addr` was in this device's allocation records, so `alloc` returned it with this
+            // kind and it was not freed since; it has just been removed, so it cannot be freed twice.
+            _ => unsafe { self.backend.free(device.index, ptr, allocation.kind) },
+        }
+    }
+
+    unsafe fn submit(
+        &self,
+        id: i32,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: Option<QueueField>,
+    ) -> Result<()> {
+        let device = self.ready(id)?;
+        if size == 0 {
+            return Ok(());
+        }
+        let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
+        self.with_queue(device, source, |slot| {
+            // SAFETY: forwarded from this function's contract; a local queue is waited for.
+            unsafe { self.backend.copy_to_device(device.index, dst, src, size, &slot.queue) }
+        })
+    }
+
+    unsafe fn retrieve(
+        &self,
+        id: i32,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: Option<QueueField>,
+    ) -> Result<()> {
+        let device = self.ready(id)?;
+        if size == 0 {
+            return Ok(());
+        }
+        let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
+        self.with_queue(device, source, |slot| {
+            // SAFETY: forwarded from this function's contract; a local queue is waited for.
+            unsafe { self.backend.copy_to_host(device.index, dst, src, size, &slot.queue) }
+        })
+    }
+
+    fn can_exchange(&self, src: i32, dst: i32) -> Result<bool> {
+        let (s, d) = (self.device(src)?, self.device(dst)?);
+        Ok(self.backend.can_exchange(s.index, d.index))
+    }
+
+    unsafe fn exchange(
+        &self,
+        src: i32,
+        src_ptr: *const c_void,
+        dst: i32,
+        dst_ptr: *mut c_void,
+        size: usize,
+        queue: Option<QueueField>,
+    ) -> Result<()> {
+        let source_device = self.ready(src)?;
+        let destination = self.ready(dst)?;
+        if !self.backend.can_exchange(source_device.index, destination.index) {
+            return Err(Error::Unsupported(format!(
+                "device {src} cannot copy to device {dst} directly"
+            )));
+        }
+        if size == 0 {
+            return Ok(());
+        }
+        let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
+        self.with_queue(source_device, source, |slot| {
+            // SAFETY: forwarded from this function's contract; a local queue is waited for.
+            unsafe {
+                self.backend.copy_between_devices(
+                    source_device.index,
+                    src_ptr,
+                    destination.index,
+                    dst_ptr,
+                    size,
+                    &slot.queue,
+                )
+            }
+        })
+    }
+
+    unsafe fn launch(
+        &self,
+        id: i32,
+        entry: usize,
+        args: &[*mut c_void],
+        request: &LaunchRequest,
+        queue: Option<QueueField>,
+    ) -> Result<()> {
+        let device = self.ready(id)?;
+        let kernel = device.kernel(entry)?;
+        let limits = device.limits()?;
+        if args.len() > limits.max_kernel_args {
+            return Err(Error::InvalidArg(format!(
+                "kernel {} gets {} arguments; the device takes at most {}",
+                kernel.name.to_string_lossy(),
+                args.len(),
+                limits.max_kernel_args
+            )));
+        }
+        let geometry = launch::geometry(kernel.mode, &kernel.limits, request);
+        let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
+        self.with_queue(device, source, |slot| {
+            if log::info_enabled(log::INFO_PLUGIN) {
+                log::device_info(
+                    device.index,
+                    format_args!(
+                        "Launching kernel {} with {} blocks and {} threads in {} mode{}",
+                        kernel.name.to_string_lossy(),
+                        geometry.teams,
+                        geometry.threads,
+                        kernel.mode.name(),
+                        if request.nowait { " (nowait)" } else { "" }
+                    ),
+                );
+            }
+            if device.uses_rpc() {
+                slot.rpc_kernels.fetch_add(1, Ordering::AcqRel);
+                #[cfg(feature = "rpc")]
+                crate::rpc::service::kernel_started();
+            }
+            // SAFETY: `kernel` is a registered kernel of this device; the arguments are forwarded from
+            // this function's contract.
+            unsafe {
+                self.backend.launch(
+                    device.index,
+                    &kernel.kernel,
+                    args,
+                    geometry,
+                    request.nowait,
+                    &slot.queue,
+                )
+            }
+            .context(|| format!("launching kernel {}", kernel.name.to_string_lossy()))
+        })
+    }
+
+    fn synchronize(&self, id: i32, queue: QueueField) -> Result<()> {
+        let device = self.ready(id)?;
+        if queue.is_null() {
+            return Ok(());
+        }
+        let slot = device.queue(*queue)?;
+        let result = self.finish_queue(device, slot, true);
+        *queue = std::ptr::null_mut();
+        result
+    }
+
+    fn query_async(&self, id: i32, queue: QueueField) -> Result<()> {
+        let device = self.ready(id)?;
+        if queue.is_null() {
+            return Ok(());
+        }
+        let slot = device.queue(*queue)?;
+        if self.backend.is_idle(device.index, &slot.queue)? {
+            // Idle: collect the outcome of its work, as synchronising would.
+            let result = self.finish_queue(device, slot, true);
+            *queue = std::ptr::null_mut();
+            return result;
+        }
+        Ok(())
+    }
+
+    fn create_event(&self, id: i32) -> Result<*mut c_void> {
+        let device = self.ready(id)?;
+        let backend = self.backend;
+        let event = device
+            .events
+            .acquire(|| Ok(EventSlot::new(backend, backend.create_event(device.index)?)))?;
+        Ok(event.handle() as *mut c_void)
+    }
+
+    fn record_event(&self, id: i32, event: *mut c_void, queue: QueueField) -> Result<()> {
+        let device = self.ready(id)?;
+        let event = self.event(device, event)?;
+        self.with_queue(device, QueueSource::Caller(queue), |slot| {
+            self.backend.record_event(device.index, &event.event, &slot.queue)
+        })
+    }
+
+    fn wait_event(&self, id: i32, event: *mut c_void, queue: QueueField) -> Result<()> {
+        let device = self.ready(id)?;
+        let event = self.event(device, event)?;
+        self.with_queue(device, QueueSource::Caller(queue), |slot| {
+            self.backend.wait_event(device.index, &event.event, &slot.queue)
+        })
+    }
+
+    fn sync_event(&self, id: i32, event: *mut c_void) -> Result<()> {
+        let device = self.ready(id)?;
+        let event = self.event(device, event)?;
+        self.backend.sync_event(device.index, &event.event)
+    }
+
+    fn destroy_event(&self, id: i32, event: *mut c_void) -> Result<()> {
+        let device = self.ready(id)?;
+        device.events.release_handle(event as usize)
+    }
+
+    fn lock_host(&self, id: i32, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
+        let device = self.ready(id)?;
+        device
+            .pinned
+            .lock(ptr, size, || self.backend.lock_host_memory(device.index, ptr, size))
+    }
+
+    fn unlock_host(&self, id: i32, ptr: *mut c_void) -> Result<()> {
+        let device = self.ready(id)?;
+        match device.pinned.unlock(ptr)? {
+            Unlock::StillUsed => Ok(()),
+            Unlock::Unpin(start) => self.backend.unlock_host_memory(device.index, start),
+        }
+    }
+
+    fn interop_queue(&self, id: i32) -> Result<*mut c_void> {
+        let device = self.ready(id)?;
+        Ok(self.acquire_queue(device)?.handle() as *mut c_void)
+    }
+
+    fn native_device(&self, id: i32) -> Result<NativeDevice> {
+        let device = self.ready(id)?;
+        Ok(self.backend.native_device(device.index))
+    }
+
+    fn describe_device(&self, id: i32) -> Result<Vec<(&'static str, String)>> {
+        let device = self.device(id)?;
+        let mut lines = self.backend.describe_device(device.index);
+        lines.push(("Images loaded", lock(&device.images).len().to_string()));
+        Ok(lines)
+    }
+}

@@ -1,0 +1,210 @@
+//! One device's records in the core: its state, limits, loaded images and kernels, allocations, queue
+//! and event pools, pinned ranges, memory manager and RPC server.
+
+use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
+
+use super::launch::KernelLimits;
+use super::memory_manager::MemoryManager;
+use super::pinned::PinnedRanges;
+use super::pool::{Item, Pool, Pooled};
+use crate::backend::{AllocKind, Backend, DeviceLimits, ExecMode};
+use crate::util::address_map::AddressMap;
+use crate::util::error::{Error, Result};
+use crate::util::sync::read;
+
+/// A backend queue with what the core keeps for it.
+pub struct QueueSlot<B: Backend> {
+    /// The backend's queue.
+    pub queue: B::Queue,
+    handle: usize,
+    /// Kernels that may call the host, launched on this queue since it was last finished; the RPC
+    /// service polls while any are in flight.
+    pub rpc_kernels: AtomicUsize,
+}
+
+impl<B: Backend> QueueSlot<B> {
+    /// Wraps a new queue of `backend`.
+    pub fn new(backend: &B, queue: B::Queue) -> QueueSlot<B> {
+        QueueSlot {
+            handle: backend.queue_handle(&queue) as usize,
+            queue,
+            rpc_kernels: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<B: Backend> Pooled for QueueSlot<B> {
+    fn handle(&self) -> usize {
+        self.handle
+    }
+}
+
+/// A backend event with its handle.
+pub struct EventSlot<B: Backend> {
+    /// The backend's event.
+    pub event: B::Event,
+    handle: usize,
+}
+
+impl<B: Backend> EventSlot<B> {
+    /// Wraps a new event of `backend`.
+    pub fn new(backend: &B, event: B::Event) -> EventSlot<B> {
+        EventSlot {
+            handle: backend.event_handle(&event) as usize,
+            event,
+        }
+    }
+}
+
+impl<B: Backend> Pooled for EventSlot<B> {
+    fn handle(&self) -> usize {
+        self.handle
+    }
+}
+
+/// A kernel as libomptarget sees it: the `addr` of its table entry points here.
+pub struct KernelRecord<B: Backend> {
+    /// The entry's symbol name, for messages.
+    pub name: CString,
+    /// The backend's handle on the kernel.
+    pub kernel: B::Kernel,
+    /// From the image's `<name>_exec_mode`.
+    pub mode: ExecMode,
+    /// What bounds its launches.
+    pub limits: KernelLimits,
+}
+
+/// An image loaded on a device.
+pub struct LoadedImage<B: Backend> {
+    /// `ImageStart` of the image, to recognise a second `load_binary` of it and to find the images of
+    /// a library being unregistered.
+    pub image_start: usize,
+    /// Device addresses of the image's entries, in the host table's order.
+    pub addresses: Vec<usize>,
+    /// Its kernels (leaked: libomptarget holds their addresses; a stale one is refused by the kernel
+    /// map, never dereferenced).
+    pub kernels: Vec<&'static KernelRecord<B>>,
+    /// The backend's module.
+    pub module: B::Module,
+}
+
+/// What the core remembers of an allocation.
+#[derive(Clone, Copy)]
+pub struct Allocation {
+    /// As allocated.
+    pub kind: AllocKind,
+    /// Bytes asked for.
+    pub size: usize,
+    /// Handed out by the memory manager (goes back to it when freed).
+    pub recycled: bool,
+}
+
+/// Lifecycle of a device.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceState {
+    /// `init_device` has not been called.
+    Uninitialized = 0,
+    /// Usable.
+    Ready = 1,
+    /// Torn down by `deinit_plugin`; initialised again on next use, since libomptarget will not call
+    /// `init_device` a second time.
+    TornDown = 2,
+}
+
+/// One device's records.
+pub struct Device<B: Backend> {
+    /// The backend's number for it.
+    pub index: usize,
+    state: AtomicU8,
+    /// Serialises initialisation and teardown.
+    pub lifecycle: Mutex<()>,
+    /// Set by the first successful initialisation.
+    pub limits: OnceLock<DeviceLimits>,
+    /// Loaded images; also serialises loads and unloads.
+    pub images: Mutex<Vec<LoadedImage<B>>>,
+    /// Kernels by the address libomptarget holds for them.
+    pub kernels: RwLock<AddressMap<&'static KernelRecord<B>>>,
+    /// Live allocations by address.
+    pub allocations: Mutex<AddressMap<Allocation>>,
+    /// Queues, by native handle.
+    pub queues: Pool<QueueSlot<B>>,
+    /// Events, by native handle.
+    pub events: Pool<EventSlot<B>>,
+    /// Pinned host ranges.
+    pub pinned: PinnedRanges,
+    /// Recycles small device allocations, when the backend asks for it.
+    pub memory_manager: OnceLock<MemoryManager>,
+    /// The device's RPC server, made by the first image that asks for host services.
+    #[cfg(feature = "rpc")]
+    pub rpc: Mutex<Option<std::sync::Arc<crate::rpc::server::RpcServer>>>,
+    /// Whether `rpc` is set; read on every launch without the lock.
+    pub has_rpc: AtomicBool,
+}
+
+impl<B: Backend> Device<B> {
+    /// The records of backend device `index`, before initialisation.
+    pub fn new(index: usize) -> Device<B> {
+        Device {
+            index,
+            state: AtomicU8::new(DeviceState::Uninitialized as u8),
+            lifecycle: Mutex::new(()),
+            limits: OnceLock::new(),
+            images: Mutex::new(Vec::new()),
+            kernels: RwLock::new(AddressMap::default()),
+            allocations: Mutex::new(AddressMap::default()),
+            queues: Pool::new("queue"),
+            events: Pool::new("event"),
+            pinned: PinnedRanges::default(),
+            memory_manager: OnceLock::new(),
+            #[cfg(feature = "rpc")]
+            rpc: Mutex::new(None),
+            has_rpc: AtomicBool::new(false),
+        }
+    }
+
+    /// The device's lifecycle state.
+    pub fn state(&self) -> DeviceState {
+        match self.state.load(Ordering::Acquire) {
+            1 => DeviceState::Ready,
+            2 => DeviceState::TornDown,
+            _ => DeviceState::Uninitialized,
+        }
+    }
+
+    /// Moves the device to `state`.
+    pub fn set_state(&self, state: DeviceState) {
+        self.state.store(state as u8, Ordering::Release);
+    }
+
+    /// The limits reported at initialisation.
+    pub fn limits(&self) -> Result<&DeviceLimits> {
+        match self.limits.get() {
+            Some(limits) => Ok(limits),
+            None => Err(Error::DeviceNotInitialized(self.index as i32)),
+        }
+    }
+
+    /// Whether kernels of this device may call the host.
+    pub fn uses_rpc(&self) -> bool {
+        self.has_rpc.load(Ordering::Acquire)
+    }
+
+    /// The kernel whose table entry address is `addr`.
+    pub fn kernel(&self, addr: usize) -> Result<&'static KernelRecord<B>> {
+        match read(&self.kernels).get(&addr) {
+            Some(&kernel) => Ok(kernel),
+            None => Err(Error::UnknownHandle {
+                what: "kernel entry",
+                addr,
+            }),
+        }
+    }
+
+    /// The queue behind a handle libomptarget passed.
+    pub fn queue(&self, handle: *mut c_void) -> Result<Item<QueueSlot<B>>> {
+        self.queues.get(handle as usize)
+    }
+}

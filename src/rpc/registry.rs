@@ -1,0 +1,123 @@
+//! The one registry of host services: the RPC servers of all devices, which the serving thread and
+//! waiting threads serve, and the user handlers, which every server gets. One lock orders handler
+//! registration against server creation, so that a server never misses a handler.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use super::ffi::opcode;
+use super::port::Port;
+use super::server::{this_thread_is_serving, RpcServer};
+use crate::util::error::{Error, Result};
+use crate::util::sync::{lock, read, write};
+
+/// A host handler for a user opcode. It runs on whichever thread serves the port (the serving thread,
+/// or a thread waiting for the device's work) while the device waits for it.
+pub trait UserHandler: Send + Sync {
+    /// Serves one call: moves the packets or byte strings the device-side call expects.
+    fn serve(&self, port: &mut Port<'_>);
+}
+
+/// A registered handler. Registrations are leaked, so that libc's callback data can point at them for
+/// the life of the process and dispatch needs no lookup and no lock.
+pub struct Registered {
+    /// The opcode it serves.
+    pub opcode: u16,
+    /// The handler.
+    pub handler: Box<dyn UserHandler>,
+}
+
+struct Registry {
+    servers: RwLock<Arc<Vec<Arc<RpcServer>>>>,
+    /// Bumped whenever `servers` changes, so that the serving thread re-reads it only then.
+    generation: AtomicUsize,
+    /// User handlers by opcode; its lock also orders registrations against new servers.
+    handlers: Mutex<HashMap<u16, &'static Registered>>,
+}
+
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
+    servers: RwLock::new(Arc::new(Vec::new())),
+    generation: AtomicUsize::new(0),
+    handlers: Mutex::new(HashMap::new()),
+});
+
+/// The servers now in service.
+pub fn servers() -> Arc<Vec<Arc<RpcServer>>> {
+    Arc::clone(&read(&REGISTRY.servers))
+}
+
+/// Changes whenever the set of servers changes.
+pub fn generation() -> usize {
+    REGISTRY.generation.load(Ordering::Acquire)
+}
+
+/// Puts `server` in service with every registered user handler installed, and starts the serving
+/// thread on first use.
+pub fn add_server(server: Arc<RpcServer>) -> Result<()> {
+    {
+        let handlers = lock(&REGISTRY.handlers);
+        for registered in handlers.values() {
+            server.install_user_opcode(registered)?;
+        }
+        let mut servers = write(&REGISTRY.servers);
+        let mut list = Vec::clone(&servers);
+        list.push(server);
+        *servers = Arc::new(list);
+        REGISTRY.generation.fetch_add(1, Ordering::AcqRel);
+    }
+    super::service::ensure_started();
+    Ok(())
+}
+
+/// Takes `server` out of service and waits (up to a few seconds) until no thread is serving it, so that
+/// it can be shut down.
+pub fn remove_server(server: &Arc<RpcServer>) -> Result<()> {
+    {
+        let mut servers = write(&REGISTRY.servers);
+        let list: Vec<Arc<RpcServer>> = servers.iter().filter(|s| !Arc::ptr_eq(s, server)).cloned().collect();
+        *servers = Arc::new(list);
+        REGISTRY.generation.fetch_add(1, Ordering::AcqRel);
+    }
+    // Threads that serve hold a snapshot of the list; they let go of it when they next look at the
+    // generation or go to sleep.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Arc::strong_count(server) > 1 {
+        if Instant::now() > deadline {
+            return Err(Error::InvalidArg(format!(
+                "the RPC server of device {} is still being served after 5 s; leaving it in place",
+                server.device()
+            )));
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    Ok(())
+}
+
+/// Registers `handler` for user opcode `op` on every device, present and future; a later registration
+/// of the same opcode replaces it.
+pub fn register_handler(op: u16, handler: Box<dyn UserHandler>) -> Result<()> {
+    if op < opcode::FIRST_USER {
+        return Err(Error::InvalidArg(format!(
+            "opcode {op:#06x} is reserved; user opcodes are 0x8000 to 0xffff"
+        )));
+    }
+    if this_thread_is_serving() {
+        return Err(Error::InvalidArg(
+            "a handler cannot be registered from inside a handler".into(),
+        ));
+    }
+    let registered: &'static Registered = Box::leak(Box::new(Registered { opcode: op, handler }));
+    let mut handlers = lock(&REGISTRY.handlers);
+    for server in servers().iter() {
+        server.install_user_opcode(registered)?;
+    }
+    handlers.insert(op, registered);
+    Ok(())
+}
+
+/// Whether a handler is registered for `op`.
+pub fn is_registered(op: u16) -> bool {
+    lock(&REGISTRY.handlers).contains_key(&op)
+}

@@ -1,0 +1,438 @@
+//! A simulated warp: a client of LLVM libc 19.1's RPC protocol that plays 1, 32 or 64 lanes from one
+//! host thread, in the real mailbox layout, against a real server. It does what the device header does
+//! on a GPU — one leader opens the port for the active lanes and flips it, each lane reads and writes
+//! its own packet (`port × lanes + lane`), byte strings go as many packets as the longest lane needs —
+//! so that the server side of GPU host services (per-lane printf, byte strings, malloc/free, user
+//! opcodes, partial lane masks, exit) runs in tests and benchmarks on a machine without a GPU.
+
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+use super::mailbox::{Layout, HEADER_OPCODE_OFFSET, PACKET_BYTES};
+use super::server::RpcServer;
+use super::DeviceMemory;
+use crate::util::error::{Error, Result};
+
+/// Bytes of payload in the first packet of a byte string (the rest of it holds the size).
+const FIRST_CHUNK: usize = PACKET_BYTES - 8;
+
+/// Host memory standing in for a device's: the "device" is this process.
+pub struct HostMemory;
+
+impl DeviceMemory for HostMemory {
+    fn alloc(&self, size: usize) -> Result<*mut c_void> {
+        // SAFETY: malloc has no preconditions; null is handled.
+        let ptr = unsafe { libc::malloc(size.max(1)) };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory { size });
+        }
+        Ok(ptr)
+    }
+
+    unsafe fn free(&self, ptr: *mut c_void) {
+        // SAFETY: per the trait's contract, `ptr` came from `alloc`.
+        unsafe { libc::free(ptr) }
+    }
+
+    fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
+        // SAFETY: calloc has no preconditions and returns zeroed memory, as the mailbox must be.
+        let ptr = unsafe { libc::calloc(1, size) };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory { size });
+        }
+        Ok(ptr)
+    }
+
+    unsafe fn free_shared(&self, ptr: *mut c_void) {
+        // SAFETY: per the trait's contract, `ptr` came from `alloc_shared`.
+        unsafe { libc::free(ptr) }
+    }
+}
+
+/// The client side of one device's mailbox: the lock bits that the device's warps share.
+pub struct SimulatedDevice {
+    base: *mut u8,
+    layout: Layout,
+    locks: Box<[AtomicU32]>,
+}
+
+// SAFETY: `base` points to the server's mailbox, which outlives the client (the borrow in `new`'s
+// caller keeps the server alive); all shared words are accessed atomically, and packets only by the
+// lanes of the port's current owner.
+unsafe impl Send for SimulatedDevice {}
+// SAFETY: as above.
+unsafe impl Sync for SimulatedDevice {}
+
+/// One open port of a simulated warp.
+pub struct ClientPort<'a> {
+    device: &'a SimulatedDevice,
+    index: usize,
+    mask: u64,
+    out: u32,
+    receive: bool,
+    owns_buffer: bool,
+}
+
+impl SimulatedDevice {
+    /// The client side of `server`'s mailbox. The server must outlive the client.
+    pub fn new(server: &RpcServer) -> SimulatedDevice {
+        let layout = server.layout();
+        SimulatedDevice {
+            base: server.mailbox_address() as *mut u8,
+            layout,
+            locks: (0..layout.ports.div_ceil(32)).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+
+    /// Lanes of a warp of this device.
+    pub fn lanes(&self) -> usize {
+        self.layout.lanes
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: `offset` is a word offset of the layout, inside the mailbox, 4-byte aligned; the
+        // words are only accessed atomically.
+        unsafe { &*self.base.add(offset).cast::<AtomicU32>() }
+    }
+
+    fn inbox(&self, port: usize) -> u32 {
+        self.word(self.layout.server_word(port)).load(Ordering::Acquire)
+    }
+
+    /// Opens a port for opcode `opcode` with the active lanes `mask`, trying ports from `start` on, as
+    /// the leader lane of a warp does.
+    pub fn open(&self, opcode: u16, mask: u64, start: usize) -> ClientPort<'_> {
+        assert!(mask != 0, "a warp opens a port with at least one active lane");
+        let ports = self.layout.ports;
+        let mut index = start % ports;
+        let mut spins = 0u32;
+        loop {
+            let bit = 1u32 << (index % 32);
+            if self.locks[index / 32].fetch_or(bit, Ordering::Acquire) & bit == 0 {
+                let out = self.word(self.layout.client_word(index)).load(Ordering::Relaxed);
+                if self.inbox(index) == out {
+                    // SAFETY: the port is ours (lock bit held, words equal); its header lies inside
+                    // the mailbox and nobody else writes it now.
+                    unsafe {
+                        let header = self.base.add(self.layout.header(index));
+                        header.cast::<u64>().write_volatile(mask);
+                        header.add(HEADER_OPCODE_OFFSET).cast::<u16>().write_volatile(opcode);
+                    }
+                    return ClientPort {
+                        device: self,
+                        index,
+                        mask,
+                        out,
+                        receive: false,
+                        owns_buffer: true,
+                    };
+                }
+                self.locks[index / 32].fetch_and(!bit, Ordering::Release);
+            }
+            index = (index + 1) % ports;
+            back_off(&mut spins);
+        }
+    }
+}
+
+fn back_off(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 256 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+impl ClientPort<'_> {
+    /// The active lanes, in lane order.
+    pub fn active_lanes(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.device.layout.lanes).filter(|&lane| self.mask & (1 << lane) != 0)
+    }
+
+    fn packet(&self, lane: usize) -> *mut [u64; 8] {
+        // SAFETY: `lane < lanes`, so the packet lies inside the mailbox.
+        unsafe { self.device.base.add(self.device.layout.packet(self.index, lane)).cast() }
+    }
+
+    fn wait_for_ownership(&self, mut inbox: u32) {
+        let mut spins = 0u32;
+        while inbox != self.out {
+            back_off(&mut spins);
+            inbox = self.device.inbox(self.index);
+        }
+        fence(Ordering::Acquire);
+    }
+
+    fn flip(&mut self) {
+        self.out ^= 1;
+        self.device
+            .word(self.device.layout.client_word(self.index))
+            .store(self.out, Ordering::Release);
+    }
+
+    /// Sends one packet per active lane, filled by `fill(lane, packet)`.
+    pub fn send(&mut self, mut fill: impl FnMut(usize, &mut [u64; 8])) {
+        let inbox = if self.owns_buffer {
+            self.out
+        } else {
+            self.device.inbox(self.index)
+        };
+        self.wait_for_ownership(inbox);
+        let lanes: Vec<usize> = self.active_lanes().collect();
+        for lane in lanes {
+            let mut data = [0u64; 8];
+            fill(lane, &mut data);
+            // SAFETY: the port is ours; the lane's packet lies inside the mailbox.
+            unsafe { self.packet(lane).write_volatile(data) };
+        }
+        self.flip();
+        self.owns_buffer = false;
+        self.receive = false;
+    }
+
+    /// Receives one packet per active lane, handed to `take(lane, packet)`.
+    pub fn recv(&mut self, mut take: impl FnMut(usize, &[u64; 8])) {
+        if self.receive {
+            self.flip();
+            self.owns_buffer = false;
+        }
+        let inbox = if self.owns_buffer {
+            self.out
+        } else {
+            self.device.inbox(self.index)
+        };
+        self.wait_for_ownership(inbox);
+        let lanes: Vec<usize> = self.active_lanes().collect();
+        for lane in lanes {
+            // SAFETY: the port is ours again; the lane's packet lies inside the mailbox.
+            let data = unsafe { self.packet(lane).read_volatile() };
+            take(lane, &data);
+        }
+        self.receive = true;
+        self.owns_buffer = true;
+    }
+
+    /// Sends `data[lane]` from each active lane: as many packets as the longest string needs, as a
+    /// GPU client does (each lane stops copying when its own string ends).
+    pub fn send_n(&mut self, data: &[&[u8]]) {
+        let len = |lane: usize| data.get(lane).map_or(0, |d| d.len());
+        self.send(|lane, packet| {
+            packet[0] = len(lane) as u64;
+            let bytes = data.get(lane).copied().unwrap_or(&[]);
+            let n = bytes.len().min(FIRST_CHUNK);
+            copy_into(&mut packet[1..], &bytes[..n]);
+        });
+        let longest = self.active_lanes().map(len).max().unwrap_or(0);
+        let mut at = FIRST_CHUNK;
+        while at < longest {
+            self.send(|lane, packet| {
+                let bytes = data.get(lane).copied().unwrap_or(&[]);
+                if at < bytes.len() {
+                    let end = bytes.len().min(at + PACKET_BYTES);
+                    copy_into(packet, &bytes[at..end]);
+                }
+            });
+            at += PACKET_BYTES;
+        }
+    }
+
+    /// Receives a byte string per active lane (lane-indexed; inactive lanes get empty strings).
+    pub fn recv_n(&mut self) -> Vec<Vec<u8>> {
+        let mut out = vec![Vec::new(); self.device.layout.lanes];
+        let mut sizes = vec![0usize; self.device.layout.lanes];
+        self.recv(|lane, packet| {
+            sizes[lane] = packet[0] as usize;
+            let n = sizes[lane].min(FIRST_CHUNK);
+            out[lane].extend_from_slice(&bytes_of(&packet[1..])[..n]);
+        });
+        let longest = sizes.iter().copied().max().unwrap_or(0);
+        let mut at = FIRST_CHUNK;
+        while at < longest {
+            self.recv(|lane, packet| {
+                if at < sizes[lane] {
+                    let n = (sizes[lane] - at).min(PACKET_BYTES);
+                    out[lane].extend_from_slice(&bytes_of(packet)[..n]);
+                }
+            });
+            at += PACKET_BYTES;
+        }
+        out
+    }
+
+    /// Closes the port, as the leader lane does.
+    pub fn close(self) {
+        let bit = 1u32 << (self.index % 32);
+        self.device.locks[self.index / 32].fetch_and(!bit, Ordering::Release);
+    }
+}
+
+fn copy_into(words: &mut [u64], bytes: &[u8]) {
+    for (i, chunk) in bytes.chunks(8).enumerate() {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        words[i] = u64::from_ne_bytes(word);
+    }
+}
+
+fn bytes_of(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_ne_bytes()).collect()
+}
+
+/// One lane's printf: a format and its arguments packed as libc's server reads them (each at its
+/// natural alignment: `int` 4 bytes, `long`, `double` and pointers 8).
+#[derive(Clone, Debug, Default)]
+pub struct LanePrintf {
+    /// The format, NUL-terminated.
+    pub format: Vec<u8>,
+    /// The packed arguments.
+    pub args: Vec<u8>,
+}
+
+impl LanePrintf {
+    /// A printf of `format` with no arguments yet.
+    pub fn new(format: &str) -> LanePrintf {
+        let mut bytes = format.as_bytes().to_vec();
+        bytes.push(0);
+        LanePrintf {
+            format: bytes,
+            args: Vec::new(),
+        }
+    }
+
+    fn push(mut self, bytes: &[u8]) -> LanePrintf {
+        while !self.args.len().is_multiple_of(bytes.len()) {
+            self.args.push(0);
+        }
+        self.args.extend_from_slice(bytes);
+        self
+    }
+
+    /// Adds an `int` argument (`%d`, `%c`, `%x`).
+    pub fn int(self, value: i32) -> LanePrintf {
+        self.push(&value.to_ne_bytes())
+    }
+
+    /// Adds a `long` argument (`%ld`).
+    pub fn long(self, value: i64) -> LanePrintf {
+        self.push(&value.to_ne_bytes())
+    }
+
+    /// Adds a `double` argument (`%f`, `%g`).
+    pub fn double(self, value: f64) -> LanePrintf {
+        self.push(&value.to_ne_bytes())
+    }
+
+    /// Adds a string argument (`%s`): its address, whose bytes the server asks the lane for.
+    pub fn string(self, value: &'static CStr) -> LanePrintf {
+        self.push(&(value.as_ptr() as usize).to_ne_bytes())
+    }
+}
+
+/// A warp of a simulated device, with the calls a device program makes.
+pub struct SimulatedWarp<'a> {
+    device: &'a SimulatedDevice,
+    /// First port this warp tries.
+    pub start_port: usize,
+}
+
+impl<'a> SimulatedWarp<'a> {
+    /// A warp of `device` that starts looking for ports at `start_port`.
+    pub fn new(device: &'a SimulatedDevice, start_port: usize) -> SimulatedWarp<'a> {
+        SimulatedWarp { device, start_port }
+    }
+
+    /// The mask of every lane.
+    pub fn full_mask(&self) -> u64 {
+        if self.device.lanes() == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.device.lanes()) - 1
+        }
+    }
+
+    /// `printf` from the lanes of `mask`, lane `i` with `calls[i]`; returns each lane's result.
+    pub fn printf(&self, mask: u64, calls: &[LanePrintf]) -> Vec<i32> {
+        let mut port = self
+            .device
+            .open(super::ffi::opcode::PRINTF_TO_STDOUT, mask, self.start_port);
+        let formats: Vec<&[u8]> = calls.iter().map(|c| c.format.as_slice()).collect();
+        port.send_n(&formats);
+        let mut sizes = vec![0usize; self.device.lanes()];
+        port.recv(|lane, packet| sizes[lane] = packet[0] as usize);
+        let args: Vec<&[u8]> = calls
+            .iter()
+            .zip(&sizes)
+            .map(|(c, &size)| &c.args[..size.min(c.args.len())])
+            .collect();
+        port.send_n(&args);
+        let mut results = vec![0i32; self.device.lanes()];
+        loop {
+            let mut strings: Vec<Option<&'static [u8]>> = vec![None; self.device.lanes()];
+            port.recv(|lane, packet| {
+                results[lane] = packet[0] as u32 as i32;
+                let ptr = packet[1] as *const std::ffi::c_char;
+                if !ptr.is_null() {
+                    // SAFETY: the server hands back the address a lane packed for a `%s`, which
+                    // `LanePrintf::string` took from a `&'static CStr`.
+                    strings[lane] = Some(unsafe { CStr::from_ptr(ptr) }.to_bytes_with_nul());
+                }
+            });
+            if strings.iter().all(Option::is_none) {
+                break;
+            }
+            let data: Vec<&[u8]> = strings.iter().map(|s| s.unwrap_or(&[])).collect();
+            port.send_n(&data);
+        }
+        port.close();
+        results
+    }
+
+    /// `malloc(sizes[lane])` from the lanes of `mask`; returns each lane's pointer.
+    pub fn malloc(&self, mask: u64, sizes: &[u64]) -> Vec<u64> {
+        let mut port = self.device.open(super::ffi::opcode::MALLOC, mask, self.start_port);
+        port.send(|lane, packet| packet[0] = sizes.get(lane).copied().unwrap_or(0));
+        let mut ptrs = vec![0u64; self.device.lanes()];
+        port.recv(|lane, packet| ptrs[lane] = packet[0]);
+        port.close();
+        ptrs
+    }
+
+    /// `free(ptrs[lane])` from the lanes of `mask`.
+    pub fn free(&self, mask: u64, ptrs: &[u64]) {
+        let mut port = self.device.open(super::ffi::opcode::FREE, mask, self.start_port);
+        port.send(|lane, packet| packet[0] = ptrs.get(lane).copied().unwrap_or(0));
+        port.close();
+    }
+
+    /// A user opcode with one packet each way per lane: sends `packets[lane]`, returns the replies.
+    pub fn call(&self, opcode: u16, mask: u64, packets: &[[u64; 8]]) -> Vec<[u64; 8]> {
+        let mut port = self.device.open(opcode, mask, self.start_port);
+        port.send(|lane, packet| *packet = packets.get(lane).copied().unwrap_or_default());
+        let mut replies = vec![[0u64; 8]; self.device.lanes()];
+        port.recv(|lane, packet| replies[lane] = *packet);
+        port.close();
+        replies
+    }
+
+    /// A user opcode with a byte string each way per lane.
+    pub fn call_bytes(&self, opcode: u16, mask: u64, data: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut port = self.device.open(opcode, mask, self.start_port);
+        port.send_n(data);
+        let replies = port.recv_n();
+        port.close();
+        replies
+    }
+
+    /// `exit(status)` from the lanes of `mask`: the host ends the process; this never returns.
+    pub fn exit(&self, mask: u64, status: i32) -> ! {
+        let mut port = self.device.open(super::ffi::opcode::EXIT, mask, self.start_port);
+        port.send(|_, _| {});
+        port.recv(|_, _| {});
+        port.send(|_, packet| packet[0] = status as u32 as u64);
+        port.close();
+        loop {
+            std::thread::park();
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! A bounds-checked reader for the 64-bit little-endian ELF files that device images are: the header,
+//! the section table, the symbol table and notes. Every offset comes from untrusted bytes, so every
+//! read is checked and a malformed file yields `None`, never a panic.
+
+/// `e_machine` of x86-64 images.
+pub const EM_X86_64: u16 = 62;
+/// `e_machine` of NVIDIA cubins.
+pub const EM_CUDA: u16 = 190;
+/// `e_machine` of AMDGPU code objects.
+pub const EM_AMDGPU: u16 = 224;
+
+const EHDR_SIZE: usize = 64;
+const SHDR_SIZE: usize = 64;
+const SYM_SIZE: usize = 24;
+const SHT_SYMTAB: u32 = 2;
+const SHT_NOTE: u32 = 7;
+const SHT_NOBITS: u32 = 8;
+const SHN_UNDEF: u16 = 0;
+const SHN_LORESERVE: u16 = 0xff00;
+
+fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(bytes.get(at..at.checked_add(2)?)?.try_into().ok()?))
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
+
+/// The fields of an ELF header that image checks look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// `e_ident[EI_OSABI]`.
+    pub os_abi: u8,
+    /// `e_ident[EI_ABIVERSION]`.
+    pub abi_version: u8,
+    /// `e_type` (2 executable, 3 shared object).
+    pub kind: u16,
+    /// `e_machine`.
+    pub machine: u16,
+    /// `e_flags`, whose meaning depends on the machine.
+    pub flags: u32,
+    /// `e_phoff`: where the program headers start.
+    pub program_headers_offset: u64,
+    /// `e_phentsize`: bytes per program header.
+    pub program_header_size: u16,
+    /// `e_phnum`: number of program headers.
+    pub program_headers: u16,
+}
+
+/// Reads the header of a 64-bit little-endian ELF file from its first bytes; `None` for anything else.
+pub fn header(bytes: &[u8]) -> Option<Header> {
+    if bytes.len() < EHDR_SIZE || bytes[..4] != *b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        return None;
+    }
+    Some(Header {
+        os_abi: bytes[7],
+        abi_version: bytes[8],
+        kind: u16_at(bytes, 16)?,
+        machine: u16_at(bytes, 18)?,
+        flags: u32_at(bytes, 48)?,
+        program_headers_offset: u64_at(bytes, 32)?,
+        program_header_size: u16_at(bytes, 54)?,
+        program_headers: u16_at(bytes, 56)?,
+    })
+}
+
+/// One section header.
+#[derive(Clone, Copy, Debug)]
+struct Section {
+    kind: u32,
+    addr: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+}
+
+/// A symbol of the image's symbol table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    /// `st_value`: the symbol's address.
+    pub value: u64,
+    /// `st_size`: its size in bytes.
+    pub size: u64,
+    /// `st_info & 0xf`: 1 object, 2 function.
+    pub kind: u8,
+    /// Index of the section it is defined in.
+    section: u16,
+}
+
+/// A whole ELF image, parsed lazily: sections and symbols are read on demand, straight from the bytes.
+pub struct Image<'a> {
+    bytes: &'a [u8],
+    sections: Vec<Section>,
+}
+
+impl<'a> Image<'a> {
+    /// Parses the section table of `bytes`; `None` when it is not a well-formed 64-bit LE ELF file.
+    pub fn parse(bytes: &'a [u8]) -> Option<Image<'a>> {
+        header(bytes)?;
+        let shoff = usize::try_from(u64_at(bytes, 40)?).ok()?;
+        let shentsize = usize::from(u16_at(bytes, 58)?);
+        let shnum = usize::from(u16_at(bytes, 60)?);
+        if shnum == 0 {
+            return Some(Image {
+                bytes,
+                sections: Vec::new(),
+            });
+        }
+        if shentsize < SHDR_SIZE {
+            return None;
+        }
+        let end = shentsize.checked_mul(shnum)?.checked_add(shoff)?;
+        if end > bytes.len() {
+            return None;
+        }
+        let sections = (0..shnum)
+            .map(|i| {
+                let at = shoff + i * shentsize;
+                Some(Section {
+                    kind: u32_at(bytes, at + 4)?,
+                    addr: u64_at(bytes, at + 16)?,
+                    offset: u64_at(bytes, at + 24)?,
+                    size: u64_at(bytes, at + 32)?,
+                    link: u32_at(bytes, at + 40)?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Image { bytes, sections })
+    }
+
+    /// The bytes of a section, if they lie inside the file.
+    fn section_bytes(&self, section: &Section) -> Option<&'a [u8]> {
+        if section.kind == SHT_NOBITS {
+            return None;
+        }
+        let start = usize::try_from(section.offset).ok()?;
+        let len = usize::try_from(section.size).ok()?;
+        self.bytes.get(start..start.checked_add(len)?)
+    }
+
+    /// Finds the symbol `name` in the symbol table (`.symtab`), if the image has one and defines it.
+    pub fn symbol(&self, name: &[u8]) -> Option<Symbol> {
+        let symtab = self.sections.iter().find(|s| s.kind == SHT_SYMTAB)?;
+        let strtab = self.sections.get(usize::try_from(symtab.link).ok()?)?;
+        let symbols = self.section_bytes(symtab)?;
+        let strings = self.section_bytes(strtab)?;
+        symbols.chunks_exact(SYM_SIZE).find_map(|sym| {
+            let name_at = usize::try_from(u32_at(sym, 0)?).ok()?;
+            let section = u16_at(sym, 6)?;
+            if section == SHN_UNDEF || section >= SHN_LORESERVE {
+                return None;
+            }
+            let rest = strings.get(name_at..)?;
+            let len = rest.iter().position(|&b| b == 0)?;
+            (rest[..len] == *name).then(|| Symbol {
+                value: u64_at(sym, 8).unwrap_or(0),
+                size: u64_at(sym, 16).unwrap_or(0),
+                kind: sym[4] & 0xf,
+                section,
+            })
+        })
+    }
+
+    /// The initial contents of a defined symbol, as stored in the file (`None` for `.bss`-like
+    /// symbols and symbols outside their section).
+    pub fn symbol_bytes(&self, symbol: &Symbol) -> Option<&'a [u8]> {
+        let section = self.sections.get(usize::from(symbol.section))?;
+        let data = self.section_bytes(section)?;
+        // In executables and shared objects a symbol's value is an address; in relocatable files it
+        // is an offset into its section, and the section's address is 0.
+        let offset = symbol.value.checked_sub(section.addr).unwrap_or(symbol.value);
+        let start = usize::try_from(offset).ok()?;
+        let len = usize::try_from(symbol.size).ok()?;
+        data.get(start..start.checked_add(len)?)
+    }
+
+    /// Every note of the image as (owner name, type, descriptor).
+    pub fn notes(&self) -> Vec<(&'a [u8], u32, &'a [u8])> {
+        let mut notes = Vec::new();
+        for section in self.sections.iter().filter(|s| s.kind == SHT_NOTE) {
+            let Some(mut rest) = self.section_bytes(section) else {
+                continue;
+            };
+            while rest.len() >= 12 {
+                let (Some(namesz), Some(descsz), Some(kind)) = (u32_at(rest, 0), u32_at(rest, 4), u32_at(rest, 8))
+                else {
+                    break;
+                };
+                let name_len = namesz as usize;
+                let desc_len = descsz as usize;
+                let name_end = 12 + name_len.div_ceil(4) * 4;
+                let Some(desc_end) = desc_len
+                    .div_ceil(4)
+                    .checked_mul(4)
+                    .and_then(|d| d.checked_add(name_end))
+                else {
+                    break;
+                };
+                let (Some(name), Some(desc)) = (rest.get(12..12 + name_len), rest.get(name_end..name_end + desc_len))
+                else {
+                    break;
+                };
+                let name = name.strip_suffix(&[0]).unwrap_or(name);
+                notes.push((name, kind, desc));
+                rest = rest.get(desc_end..).unwrap_or(&[]);
+            }
+        }
+        notes
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Builds a small ELF file with one data section, a symbol table and a note, for tests.
+    pub(crate) fn sample(machine: u16, symbols: &[(&str, u64, &[u8])]) -> Vec<u8> {
+        let mut data = Vec::new();
+        let mut strings = vec![0u8];
+        let mut syms = vec![0u8; SYM_SIZE];
+        for (name, addr_offset, bytes) in symbols {
+            let name_at = strings.len() as u32;
+            strings.extend_from_slice(name.as_bytes());
+            strings.push(0);
+            let value = 0x1000 + data.len() as u64 + addr_offset;
+            data.extend_from_slice(bytes);
+            let mut sym = vec![0u8; SYM_SIZE];
+            sym[..4].copy_from_slice(&name_at.to_le_bytes());
+            sym[4] = 1;
+            sym[6..8].copy_from_slice(&1u16.to_le_bytes());
+            sym[8..16].copy_from_slice(&value.to_le_bytes());
+            sym[16..24].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+            syms.extend_from_slice(&sym);
+        }
+        let mut note = Vec::new();
+        note.extend_from_slice(&4u32.to_le_bytes());
+        note.extend_from_slice(&3u32.to_le_bytes());
+        note.extend_from_slice(&32u32.to_le_bytes());
+        note.extend_from_slice(b"AMD\0");
+        note.extend_from_slice(b"abc\0");
+        let mut file = vec![0u8; EHDR_SIZE];
+        file[..4].copy_from_slice(b"\x7fELF");
+        file[4] = 2;
+        file[5] = 1;
+        file[6] = 1;
+        file[16..18].copy_from_slice(&3u16.to_le_bytes());
+        file[18..20].copy_from_slice(&machine.to_le_bytes());
+        let mut place = |bytes: &[u8]| {
+            let at = file.len() as u64;
+            file.extend_from_slice(bytes);
+            while !file.len().is_multiple_of(8) {
+                file.push(0);
+            }
+            at
+        };
+        let data_at = place(&data);
+        let syms_at = place(&syms);
+        let strings_at = place(&strings);
+        let note_at = place(&note);
+        let shoff = file.len() as u64;
+        // null, .data (addr 0x1000), .symtab (link 3), .strtab, .note
+        let sections: [(u32, u64, u64, u64, u32); 5] = [
+            (0, 0, 0, 0, 0),
+            (1, 0x1000, data_at, data.len() as u64, 0),
+            (SHT_SYMTAB, 0, syms_at, syms.len() as u64, 3),
+            (3, 0, strings_at, strings.len() as u64, 0),
+            (SHT_NOTE, 0, note_at, note.len() as u64, 0),
+        ];
+        for (kind, addr, offset, size, link) in sections {
+            let mut sh = vec![0u8; SHDR_SIZE];
+            sh[4..8].copy_from_slice(&kind.to_le_bytes());
+            sh[16..24].copy_from_slice(&addr.to_le_bytes());
+            sh[24..32].copy_from_slice(&offset.to_le_bytes());
+            sh[32..40].copy_from_slice(&size.to_le_bytes());
+            sh[40..44].copy_from_slice(&link.to_le_bytes());
+            file.extend_from_slice(&sh);
+        }
+        file[40..48].copy_from_slice(&shoff.to_le_bytes());
+        file[58..60].copy_from_slice(&(SHDR_SIZE as u16).to_le_bytes());
+        file[60..62].copy_from_slice(&5u16.to_le_bytes());
+        file
+    }
+
+    #[test]
+    fn reads_header_symbols_and_notes() {
+        let file = sample(EM_CUDA, &[("k_exec_mode", 0, &[1]), ("g", 0, &[1, 2, 3, 4])]);
+        let h = header(&file).unwrap();
+        assert_eq!((h.machine, h.kind), (EM_CUDA, 3));
+        let image = Image::parse(&file).unwrap();
+        let mode = image.symbol(b"k_exec_mode").unwrap();
+        assert_eq!(mode.size, 1);
+        assert_eq!(image.symbol_bytes(&mode), Some(&[1u8][..]));
+        let g = image.symbol(b"g").unwrap();
+        assert_eq!(image.symbol_bytes(&g), Some(&[1u8, 2, 3, 4][..]));
+        assert!(image.symbol(b"missing").is_none());
+        assert!(image.symbol(b"k_exec").is_none(), "names match whole");
+        let notes = image.notes();
+        assert_eq!(notes, vec![(&b"AMD"[..], 32, &b"abc"[..])]);
+    }
+
+    #[test]
+    fn malformed_files_yield_none_without_panicking() {
+        let file = sample(EM_AMDGPU, &[("x", 0, &[7; 8])]);
+        assert!(header(&file[..63]).is_none());
+        for cut in [0, 10, 64, 100, file.len() / 2, file.len() - 1] {
+            if let Some(image) = Image::parse(&file[..cut]) {
+                let _ = image.symbol(b"x").map(|s| image.symbol_bytes(&s));
+                let _ = image.notes();
+            }
+        }
+        // Corrupt every byte in turn: nothing may panic.
+        for i in 0..file.len() {
+            let mut bad = file.clone();
+            bad[i] ^= 0xff;
+            if let Some(image) = Image::parse(&bad) {
+                let _ = image.symbol(b"x").map(|s| image.symbol_bytes(&s));
+                let _ = image.notes();
+            }
+        }
+        let mut wrong_class = file.clone();
+        wrong_class[4] = 1;
+        assert!(Image::parse(&wrong_class).is_none());
+    }
+}
