@@ -14,6 +14,8 @@ pub mod memory_manager;
 pub mod pinned;
 pub mod pool;
 pub mod rpc_link;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::{c_void, CString};
 

@@ -1,0 +1,770 @@
+//! The core driven by a fake GPU backend: device memory the host cannot touch directly (so every copy
+//! must go the right way), queues and events with non-pointer handles (as CUDA's are), modules read from
+//! real ELF bytes, pinned memory at a different device address, and a log of every hook called, so
+//! that the core's rules — queues per async info, launch geometry, the device environment, global
+//! checks, the memory manager, pinned ranges, exchange, interop and teardown order — are checked
+//! without a GPU.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_void, CStr, CString};
+use std::sync::{Arc, Mutex};
+
+use super::{Core, HostEntry, LaunchRequest, PluginApi};
+use crate::backend::{
+    AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice,
+};
+use crate::util::config::{BackendKind, Config};
+use crate::util::elf;
+use crate::util::error::{Error, Result};
+
+/// What the fake backend saw.
+#[derive(Default)]
+struct World {
+    log: Vec<String>,
+    /// Device allocations: address -> size.
+    device_memory: HashMap<usize, usize>,
+    device_allocs: usize,
+    next_handle: usize,
+    launches: Vec<(String, LaunchGeometry, Vec<usize>, usize)>,
+    fail_alloc_once: bool,
+    exchangeable: bool,
+}
+
+impl World {
+    fn note(&mut self, what: impl Into<String>) {
+        self.log.push(what.into());
+    }
+
+    fn is_device(&self, ptr: *const c_void, size: usize) -> bool {
+        let p = ptr as usize;
+        self.device_memory
+            .iter()
+            .any(|(&start, &len)| p >= start && p + size <= start + len)
+    }
+}
+
+struct FakeGpu {
+    world: Arc<Mutex<World>>,
+}
+
+struct FakeModule {
+    bytes: Vec<u8>,
+    /// Device copies of the image's globals: name -> (address, size).
+    globals: HashMap<Vec<u8>, (usize, usize)>,
+}
+
+impl FakeGpu {
+    fn world(&self) -> std::sync::MutexGuard<'_, World> {
+        self.world.lock().unwrap()
+    }
+
+    fn device_alloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: calloc has no preconditions.
+        let ptr = unsafe { libc::calloc(1, size) };
+        let mut world = self.world();
+        world.device_memory.insert(ptr as usize, size);
+        world.device_allocs += 1;
+        ptr
+    }
+
+    fn handle(&self) -> usize {
+        let mut world = self.world();
+        world.next_handle += 1;
+        world.next_handle
+    }
+}
+
+impl Backend for FakeGpu {
+    type Module = FakeModule;
+    type Kernel = String;
+    type Queue = usize;
+    type Event = usize;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+
+    fn device_count(&self) -> usize {
+        2
+    }
+
+    fn device_count_reason(&self) -> String {
+        "two fake GPUs".into()
+    }
+
+    fn is_compatible_image(&self, header: &[u8], _image_len: usize, arch: Option<&str>) -> bool {
+        elf::header(header).is_some_and(|h| h.machine == elf::EM_CUDA) && arch.is_none_or(|a| a == "sm_90")
+    }
+
+    fn init_device(&self, device: usize) -> Result<DeviceLimits> {
+        self.world().note(format!("init {device}"));
+        Ok(DeviceLimits {
+            lane_size: 32,
+            max_threads: 1024,
+            max_teams: 65536,
+            default_threads: 128,
+            default_teams: 3200,
+            multiprocessors: 132,
+            memory_bytes: 1 << 30,
+            default_exec_mode: ExecMode::Spmd,
+            max_kernel_args: 64,
+            rpc_ports: 64,
+            recycle_allocations: true,
+        })
+    }
+
+    fn deinit_device(&self, device: usize) -> Result<()> {
+        self.world().note(format!("deinit {device}"));
+        Ok(())
+    }
+
+    fn load_module(&self, device: usize, image: &[u8]) -> Result<FakeModule> {
+        let parsed = elf::Image::parse(image).ok_or_else(|| Error::BadImage("not ELF".into()))?;
+        let mut globals = HashMap::new();
+        for name in [&b"__omp_rtl_device_environment"[..], b"counter", b"table"] {
+            if let Some(symbol) = parsed.symbol(name) {
+                let size = symbol.size as usize;
+                let addr = self.device_alloc(size) as usize;
+                if let Some(bytes) = parsed.symbol_bytes(&symbol) {
+                    // SAFETY: `addr` holds `size` bytes, as many as `bytes`.
+                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, size) };
+                }
+                globals.insert(name.to_vec(), (addr, size));
+            }
+        }
+        self.world().note(format!("load {device}"));
+        Ok(FakeModule {
+            bytes: image.to_vec(),
+            globals,
+        })
+    }
+
+    fn unload_module(&self, device: usize, _module: FakeModule) -> Result<()> {
+        self.world().note(format!("unload {device}"));
+        Ok(())
+    }
+
+    fn kernel(&self, _device: usize, module: &FakeModule, name: &CStr) -> Result<KernelSymbol<String>> {
+        let image = elf::Image::parse(&module.bytes).unwrap();
+        image.symbol(name.to_bytes()).ok_or_else(|| Error::MissingSymbol {
+            image: "fake".into(),
+            symbol: name.to_string_lossy().into(),
+        })?;
+        Ok(KernelSymbol {
+            kernel: name.to_string_lossy().into(),
+            max_threads: (name.to_bytes() == b"small_kernel").then_some(256),
+        })
+    }
+
+    fn global(&self, _device: usize, module: &FakeModule, name: &CStr) -> Result<GlobalSymbol> {
+        let &(addr, size) = module
+            .globals
+            .get(name.to_bytes())
+            .ok_or_else(|| Error::MissingSymbol {
+                image: "fake".into(),
+                symbol: name.to_string_lossy().into(),
+            })?;
+        Ok(GlobalSymbol {
+            addr: addr as *mut c_void,
+            size,
+        })
+    }
+
+    fn alloc(&self, _device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void> {
+        if std::mem::take(&mut self.world().fail_alloc_once) {
+            return Err(Error::OutOfMemory { size });
+        }
+        Ok(match kind {
+            // SAFETY: malloc has no preconditions.
+            AllocKind::Host => unsafe { libc::malloc(size) },
+            _ => self.device_alloc(size),
+        })
+    }
+
+    unsafe fn free(&self, _device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
+        if kind != AllocKind::Host {
+            let mut world = self.world();
+            assert!(
+                world.device_memory.remove(&(ptr as usize)).is_some(),
+                "freeing unknown device memory"
+            );
+        }
+        // SAFETY: the pointer came from calloc/malloc above.
+        unsafe { libc::free(ptr) };
+        Ok(())
+    }
+
+    unsafe fn copy_to_device(
+        &self,
+        _device: usize,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: &usize,
+    ) -> Result<()> {
+        let mut world = self.world();
+        assert!(world.is_device(dst, size), "copy_to_device into host memory");
+        assert!(!world.is_device(src, size), "copy_to_device from device memory");
+        world.note(format!("h2d {size} on {queue}"));
+        // SAFETY: both ranges hold `size` bytes (checked above for the device side; the caller's contract).
+        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+        Ok(())
+    }
+
+    unsafe fn copy_to_host(
+        &self,
+        _device: usize,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: &usize,
+    ) -> Result<()> {
+        let mut world = self.world();
+        assert!(world.is_device(src, size), "copy_to_host from host memory");
+        assert!(!world.is_device(dst, size), "copy_to_host into device memory");
+        world.note(format!("d2h {size} on {queue}"));
+        // SAFETY: as in `copy_to_device`.
+        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+        Ok(())
+    }
+
+    fn can_exchange(&self, _src: usize, _dst: usize) -> bool {
+        self.world().exchangeable
+    }
+
+    unsafe fn copy_between_devices(
+        &self,
+        src_device: usize,
+        src: *const c_void,
+        dst_device: usize,
+        dst: *mut c_void,
+        size: usize,
+        queue: &usize,
+    ) -> Result<()> {
+        let mut world = self.world();
+        assert!(world.is_device(src, size) && world.is_device(dst, size));
+        world.note(format!("d2d {src_device}->{dst_device} {size} on {queue}"));
+        // SAFETY: as in `copy_to_device`.
+        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+        Ok(())
+    }
+
+    unsafe fn launch(
+        &self,
+        _device: usize,
+        kernel: &String,
+        args: &[*mut c_void],
+        geometry: LaunchGeometry,
+        _asynchronous: bool,
+        queue: &usize,
+    ) -> Result<()> {
+        let args = args.iter().map(|&a| a as usize).collect();
+        self.world().launches.push((kernel.clone(), geometry, args, *queue));
+        Ok(())
+    }
+
+    fn create_queue(&self, _device: usize) -> Result<usize> {
+        Ok(self.handle())
+    }
+
+    fn destroy_queue(&self, _device: usize, queue: &usize) -> Result<()> {
+        self.world().note(format!("destroy queue {queue}"));
+        Ok(())
+    }
+
+    fn queue_handle(&self, queue: &usize) -> *mut c_void {
+        (0x5_0000 + *queue) as *mut c_void
+    }
+
+    fn synchronize(&self, _device: usize, queue: &usize) -> Result<()> {
+        self.world().note(format!("sync {queue}"));
+        Ok(())
+    }
+
+    fn is_idle(&self, _device: usize, _queue: &usize) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn create_event(&self, _device: usize) -> Result<usize> {
+        Ok(self.handle())
+    }
+
+    fn destroy_event(&self, _device: usize, event: &usize) -> Result<()> {
+        self.world().note(format!("destroy event {event}"));
+        Ok(())
+    }
+
+    fn event_handle(&self, event: &usize) -> *mut c_void {
+        (0xe_0000 + *event) as *mut c_void
+    }
+
+    fn record_event(&self, _device: usize, event: &usize, queue: &usize) -> Result<()> {
+        self.world().note(format!("record {event} on {queue}"));
+        Ok(())
+    }
+
+    fn wait_event(&self, _device: usize, event: &usize, queue: &usize) -> Result<()> {
+        self.world().note(format!("wait {event} on {queue}"));
+        Ok(())
+    }
+
+    fn sync_event(&self, _device: usize, event: &usize) -> Result<()> {
+        self.world().note(format!("sync event {event}"));
+        Ok(())
+    }
+
+    fn lock_host_memory(&self, _device: usize, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
+        self.world().note(format!("pin {size}"));
+        Ok((ptr as usize + 0x1000_0000) as *mut c_void)
+    }
+
+    fn unlock_host_memory(&self, _device: usize, _ptr: *mut c_void) -> Result<()> {
+        self.world().note("unpin");
+        Ok(())
+    }
+
+    fn native_device(&self, device: usize) -> NativeDevice {
+        NativeDevice {
+            context: (0xc000 + device) as *mut c_void,
+            device: device as *mut c_void,
+        }
+    }
+
+    fn describe_device(&self, device: usize) -> Vec<(&'static str, String)> {
+        vec![("Device", format!("fake {device}"))]
+    }
+}
+
+fn config(pairs: &[(&str, &str)]) -> Config {
+    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Config::from_lookup(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+}
+
+fn fake(pairs: &[(&str, &str)]) -> (Box<dyn PluginApi>, Arc<Mutex<World>>) {
+    let world = Arc::new(Mutex::new(World::default()));
+    let core = Core::new_boxed(
+        FakeGpu {
+            world: Arc::clone(&world),
+        },
+        config(pairs),
+    );
+    (core, world)
+}
+
+/// A cubin-like image: kernels `spmd_kernel` (mode 2), `generic_kernel` (mode 1) and `small_kernel` (no
+/// mode: the device default), a 4-byte `counter` holding 7, a 16-byte `table`, and a device environment.
+fn image() -> Vec<u8> {
+    elf::tests::sample(
+        elf::EM_CUDA,
+        &[
+            ("spmd_kernel", 0, &[0]),
+            ("spmd_kernel_exec_mode", 0, &[2]),
+            ("generic_kernel", 0, &[0]),
+            ("generic_kernel_exec_mode", 0, &[1]),
+            ("small_kernel", 0, &[0]),
+            ("counter", 0, &7u32.to_le_bytes()),
+            ("table", 0, &[0; 16]),
+            ("__omp_rtl_device_environment", 0, &[0xff; 16]),
+        ],
+    )
+}
+
+fn entries(specs: &[(&str, usize)]) -> Vec<HostEntry> {
+    specs
+        .iter()
+        .map(|&(name, size)| HostEntry {
+            name: CString::new(name).unwrap(),
+            size,
+            flags: 0,
+        })
+        .collect()
+}
+
+fn standard_entries() -> Vec<HostEntry> {
+    entries(&[
+        ("spmd_kernel", 0),
+        ("counter", 4),
+        ("generic_kernel", 0),
+        ("small_kernel", 0),
+        ("table", 16),
+    ])
+}
+
+fn read_device<T: Copy>(addr: usize) -> T {
+    // SAFETY: the fake's device memory is host memory in disguise; tests read what the core wrote.
+    unsafe { std::ptr::read_unaligned(addr as *const T) }
+}
+
+#[test]
+fn loading_writes_the_environment_resolves_entries_and_checks_globals() {
+    let (core, _world) = fake(&[
+        ("LIBOMPTARGET_SHARED_MEMORY_SIZE", "64"),
+        ("LIBOMPTARGET_DEVICE_RTL_DEBUG", "1"),
+    ]);
+    assert!(core.is_valid_image(&image(), image().len(), Some("sm_90")));
+    assert!(
+        !core.is_valid_image(&image(), image().len(), Some("sm_70")),
+        "the arch string reaches the backend"
+    );
+    core.init_device(1).unwrap();
+    let bytes = image();
+    let loaded = core.load_image(1, 0x1000, &bytes, &standard_entries()).unwrap();
+    assert!(!loaded.already_loaded);
+    assert_eq!(loaded.addresses.len(), 5, "one address per entry, in order");
+    assert_eq!(read_device::<u32>(loaded.addresses[1]), 7, "the global's device copy");
+    let again = core.load_image(1, 0x1000, &bytes, &standard_entries()).unwrap();
+    assert!(
+        again.already_loaded,
+        "a second load of the same image returns the first"
+    );
+    assert_eq!(again.addresses, loaded.addresses);
+    let mismatched = entries(&[("counter", 8)]);
+    let err = core
+        .load_image(1, 0x2000, &bytes, &mismatched)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("global 'counter' has 4 bytes in the device image but 8 on the host"),
+        "{err}"
+    );
+    let missing = entries(&[("no_such_kernel", 0)]);
+    let err = core.load_image(1, 0x3000, &bytes, &missing).err().unwrap().to_string();
+    assert!(err.contains("loading kernel no_such_kernel"), "names the kernel: {err}");
+}
+
+#[test]
+fn the_device_environment_is_written_with_llvm_16_layout() {
+    let (core, _world) = fake(&[
+        ("LIBOMPTARGET_SHARED_MEMORY_SIZE", "64"),
+        ("LIBOMPTARGET_DEVICE_RTL_DEBUG", "1"),
+    ]);
+    core.init_device(1).unwrap();
+    let entries = entries(&[("spmd_kernel", 0)]);
+    core.load_image(1, 0x1000, &image(), &entries).unwrap();
+    // The fake module keeps its globals; find the environment through a global entry of its own.
+    let with_env = super::HostEntry {
+        name: CString::new("__omp_rtl_device_environment").unwrap(),
+        size: 16,
+        flags: 0,
+    };
+    let loaded = core.load_image(1, 0x4000, &image(), &[with_env]).unwrap();
+    let env: [u32; 4] = read_device(loaded.addresses[0]);
+    assert_eq!(env, [1, 2, 1, 64], "debug kind, devices, device number, dynamic memory");
+}
+
+#[test]
+fn launches_get_stock_geometry_on_a_queue_of_the_async_info() {
+    let (core, world) = fake(&[]);
+    core.init_device(0).unwrap();
+    let loaded = core.load_image(0, 0x1000, &image(), &standard_entries()).unwrap();
+    let (spmd, generic, small) = (loaded.addresses[0], loaded.addresses[2], loaded.addresses[3]);
+    let args = [0x10 as *mut c_void, 0x20 as *mut c_void];
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    let request = |teams, threads, trip| LaunchRequest {
+        teams,
+        thread_limit: threads,
+        tripcount: trip,
+        ..Default::default()
+    };
+    // SAFETY (all launches): the fake backend only records the arguments.
+    unsafe {
+        core.launch(0, spmd, &args, &request(0, 0, 1000), Some(&mut queue))
+            .unwrap();
+        assert!(!queue.is_null(), "the launch took a queue for the async info");
+        let handle = queue as usize;
+        assert!(
+            handle > 0x5_0000 && handle < 0x6_0000,
+            "libomptarget holds the backend's own handle"
+        );
+        core.launch(0, generic, &args, &request(0, 64, 100), Some(&mut queue))
+            .unwrap();
+        assert_eq!(queue as usize, handle, "later work goes to the same queue");
+        core.launch(0, small, &[], &request(0, 1024, 0), None).unwrap();
+    }
+    core.synchronize(0, &mut queue).unwrap();
+    assert!(queue.is_null(), "synchronize gives the queue back");
+    let world = world.lock().unwrap();
+    let got: Vec<(&str, u32, u32)> = world
+        .launches
+        .iter()
+        .map(|(k, g, _, _)| (k.as_str(), g.teams, g.threads))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("spmd_kernel", 8, 128),
+            ("generic_kernel", 100, 96),
+            ("small_kernel", 3200, 256)
+        ],
+        "SPMD: one iteration per thread; generic: a warp added, one team per iteration; the kernel's own limit"
+    );
+    assert_eq!(world.launches[0].2, vec![0x10, 0x20], "arguments forwarded");
+    assert_eq!(world.launches[0].3, world.launches[1].3, "one queue for one async info");
+    assert_ne!(
+        world.launches[2].3, world.launches[0].3,
+        "a synchronous launch uses a queue of its own"
+    );
+    assert!(
+        world.log.iter().any(|l| l == &format!("sync {}", world.launches[2].3)),
+        "and waits for it before returning"
+    );
+}
+
+#[test]
+fn stale_and_foreign_queue_handles_are_refused() {
+    let (core, _world) = fake(&[]);
+    core.init_device(0).unwrap();
+    let mut bogus = 0x1234 as *mut c_void;
+    let err = core.synchronize(0, &mut bogus).unwrap_err().to_string();
+    assert!(err.contains("queue 0x1234 was not created by this device"), "{err}");
+    let mut queue = core.interop_queue(0).unwrap();
+    let stale = queue;
+    core.synchronize(0, &mut queue).unwrap();
+    let mut again = stale;
+    assert!(core.synchronize(0, &mut again).is_err(), "a released queue is refused");
+}
+
+#[test]
+fn small_device_allocations_are_recycled_and_out_of_memory_releases_the_cache() {
+    let (core, world) = fake(&[]);
+    core.init_device(0).unwrap();
+    let allocs = || world.lock().unwrap().device_allocs;
+    let start = allocs();
+    let a = core.alloc(0, 64, AllocKind::Default).unwrap();
+    core.free(0, a as usize).unwrap();
+    let b = core.alloc(0, 64, AllocKind::Default).unwrap();
+    assert_eq!(a, b, "the same block comes back");
+    assert_eq!(allocs(), start + 1, "without a second device allocation");
+    assert!(core.free(0, a as usize).is_ok());
+    assert!(
+        core.free(0, a as usize).is_err(),
+        "a double free is refused even for recycled blocks"
+    );
+    let big = core.alloc(0, 1 << 20, AllocKind::Device).unwrap();
+    core.free(0, big as usize).unwrap();
+    let big_again = core.alloc(0, 1 << 20, AllocKind::Device).unwrap();
+    assert_eq!(
+        allocs(),
+        start + 3,
+        "above the threshold every allocation goes to the device"
+    );
+    core.free(0, big_again as usize).unwrap();
+    // The device runs out: the cached 64-byte block is released, and the allocation retried.
+    world.lock().unwrap().fail_alloc_once = true;
+    let c = core.alloc(0, 128, AllocKind::Device).unwrap();
+    assert!(
+        !world.lock().unwrap().device_memory.contains_key(&(a as usize)),
+        "the cached block was freed"
+    );
+    core.free(0, c as usize).unwrap();
+
+    let (core, world) = fake(&[("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", "0")]);
+    core.init_device(0).unwrap();
+    let start = world.lock().unwrap().device_allocs;
+    let a = core.alloc(0, 64, AllocKind::Default).unwrap();
+    core.free(0, a as usize).unwrap();
+    core.alloc(0, 64, AllocKind::Default).unwrap();
+    assert_eq!(
+        world.lock().unwrap().device_allocs,
+        start + 2,
+        "threshold 0 turns recycling off"
+    );
+}
+
+#[test]
+fn pinned_ranges_are_counted_and_host_allocations_are_pinned() {
+    let (core, world) = fake(&[]);
+    core.init_device(0).unwrap();
+    let mut buffer = vec![0u8; 256];
+    let host = buffer.as_mut_ptr().cast::<c_void>();
+    let dev = core.lock_host(0, host, 256).unwrap();
+    assert_eq!(
+        dev as usize,
+        host as usize + 0x1000_0000,
+        "the backend's device address"
+    );
+    let inner = core.lock_host(0, host.wrapping_byte_add(16), 8).unwrap();
+    assert_eq!(
+        inner as usize,
+        dev as usize + 16,
+        "inside a pinned range: the same offset"
+    );
+    core.unlock_host(0, host.wrapping_byte_add(16)).unwrap();
+    core.unlock_host(0, host).unwrap();
+    assert!(core.unlock_host(0, host).is_err());
+    let pins = world
+        .lock()
+        .unwrap()
+        .log
+        .iter()
+        .filter(|l| l.starts_with("pin"))
+        .count();
+    let unpins = world.lock().unwrap().log.iter().filter(|l| *l == "unpin").count();
+    assert_eq!((pins, unpins), (1, 1), "pinned once, unpinned once");
+    let pinned = core.alloc(0, 32, AllocKind::Host).unwrap();
+    assert_eq!(
+        core.lock_host(0, pinned, 32).unwrap(),
+        pinned,
+        "host allocations are already pinned"
+    );
+    assert!(core.free(0, pinned as usize).is_err(), "still locked");
+    core.unlock_host(0, pinned).unwrap();
+    core.free(0, pinned as usize).unwrap();
+}
+
+#[test]
+fn copies_go_the_right_way_and_exchange_needs_the_backend() {
+    let (core, world) = fake(&[]);
+    core.init_device(0).unwrap();
+    core.init_device(1).unwrap();
+    let d0 = core.alloc(0, 8, AllocKind::Device).unwrap();
+    let d1 = core.alloc(1, 8, AllocKind::Device).unwrap();
+    let value = 42u64;
+    let mut back = 0u64;
+    // SAFETY: the pointers hold 8 bytes each; the fake asserts the directions.
+    unsafe {
+        core.submit(0, d0, (&value as *const u64).cast(), 8, None).unwrap();
+        let err = core.exchange(0, d0, 1, d1, 8, None).unwrap_err().to_string();
+        assert!(err.contains("device 0 cannot copy to device 1 directly"), "{err}");
+        world.lock().unwrap().exchangeable = true;
+        assert!(core.can_exchange(0, 1).unwrap());
+        core.exchange(0, d0, 1, d1, 8, None).unwrap();
+        core.retrieve(1, (&mut back as *mut u64).cast(), d1, 8, None).unwrap();
+    }
+    assert_eq!(back, 42);
+    assert!(world.lock().unwrap().log.iter().any(|l| l.starts_with("d2d 0->1 8")));
+}
+
+#[test]
+fn events_are_recorded_and_waited_on_the_async_info_queue() {
+    let (core, world) = fake(&[]);
+    core.init_device(0).unwrap();
+    let event = core.create_event(0).unwrap();
+    assert!(event as usize > 0xe_0000, "the backend's event handle");
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    core.record_event(0, event, &mut queue).unwrap();
+    assert!(!queue.is_null(), "recording takes a queue for the async info");
+    core.wait_event(0, event, &mut queue).unwrap();
+    core.sync_event(0, event).unwrap();
+    core.synchronize(0, &mut queue).unwrap();
+    core.destroy_event(0, event).unwrap();
+    assert!(core.destroy_event(0, event).is_err());
+    let log = world.lock().unwrap().log.clone();
+    let recorded = log.iter().position(|l| l.starts_with("record")).unwrap();
+    let waited = log.iter().position(|l| l.starts_with("wait")).unwrap();
+    assert!(recorded < waited);
+    assert_eq!(
+        log[recorded].split(" on ").nth(1),
+        log[waited].split(" on ").nth(1),
+        "same queue"
+    );
+}
+
+#[test]
+fn interop_gets_native_handles() {
+    let (core, _world) = fake(&[]);
+    core.init_device(1).unwrap();
+    let native = core.native_device(1).unwrap();
+    assert_eq!((native.context as usize, native.device as usize), (0xc001, 1));
+    let queue = core.interop_queue(1).unwrap();
+    assert!(queue as usize > 0x5_0000, "a real stream handle, not a pool slot");
+}
+
+#[test]
+fn deinit_tears_down_in_order_and_devices_come_back() {
+    let (core, world) = fake(&[
+        ("LIBOMPTARGET_NUM_INITIAL_STREAMS", "2"),
+        ("LIBOMPTARGET_NUM_INITIAL_EVENTS", "1"),
+    ]);
+    core.register_library();
+    core.register_library();
+    core.init_device(0).unwrap();
+    let loaded = core.load_image(0, 0x1000, &image(), &standard_entries()).unwrap();
+    let cached = core.alloc(0, 64, AllocKind::Default).unwrap();
+    core.free(0, cached as usize).unwrap();
+    let mut pinned = [0u8; 8];
+    core.lock_host(0, pinned.as_mut_ptr().cast(), 8).unwrap();
+    assert!(
+        !core.deinit().unwrap(),
+        "another library is still registered: no teardown"
+    );
+    assert!(!world.lock().unwrap().log.iter().any(|l| l.starts_with("deinit")));
+    assert_eq!(
+        core.unregister_library(&[(0x5000, 0x6000)]).unwrap(),
+        vec![],
+        "not this library's image"
+    );
+    assert!(core.deinit().unwrap(), "the last library: teardown");
+    core.unregister_library(&[(0x0, 0x2000)]).unwrap();
+    let log = world.lock().unwrap().log.clone();
+    let at = |prefix: &str| {
+        log.iter()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {log:?}"))
+    };
+    assert!(at("unload 0") < at("unpin"));
+    assert!(at("unpin") < at("destroy event"));
+    assert!(at("destroy event") < at("destroy queue"));
+    assert!(at("destroy queue") < at("deinit 0"));
+    assert!(
+        !world.lock().unwrap().device_memory.contains_key(&(cached as usize)),
+        "cached blocks freed"
+    );
+    // SAFETY: the kernel entry is refused before anything is dereferenced.
+    let err = unsafe { core.launch(0, loaded.addresses[0], &[], &LaunchRequest::default(), None) }
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("kernel entry"),
+        "kernels of torn-down images are refused: {err}"
+    );
+    // libomptarget does not call init_device again: the next use initialises the device again.
+    let again = core.load_image(0, 0x1000, &image(), &standard_entries()).unwrap();
+    assert!(!again.already_loaded, "loaded afresh");
+    assert_eq!(
+        world
+            .lock()
+            .unwrap()
+            .log
+            .iter()
+            .filter(|l| l.starts_with("init 0"))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn unregistering_a_library_unloads_only_its_images() {
+    let (core, world) = fake(&[]);
+    core.register_library();
+    core.register_library();
+    core.init_device(0).unwrap();
+    core.init_device(1).unwrap();
+    let kept = core.load_image(0, 0x1000, &image(), &standard_entries()).unwrap();
+    let gone = core.load_image(1, 0x8000, &image(), &standard_entries()).unwrap();
+    let unloaded = core.unregister_library(&[(0x7000, 0x9000)]).unwrap();
+    assert_eq!(unloaded, vec![(1, 0x8000)]);
+    assert_eq!(
+        world
+            .lock()
+            .unwrap()
+            .log
+            .iter()
+            .filter(|l| l.starts_with("unload"))
+            .count(),
+        1
+    );
+    // SAFETY: the fake backend only records the launch.
+    unsafe {
+        assert!(core
+            .launch(1, gone.addresses[0], &[], &LaunchRequest::default(), None)
+            .is_err());
+        core.launch(0, kept.addresses[0], &[], &LaunchRequest::default(), None)
+            .unwrap();
+    }
+    let fresh = core.load_image(1, 0x8000, &image(), &standard_entries()).unwrap();
+    assert!(!fresh.already_loaded, "an image at an old address is loaded afresh");
+    let set: HashSet<usize> = fresh.addresses.iter().copied().collect();
+    assert!(!set.contains(&gone.addresses[0]), "with new kernel records");
+}
