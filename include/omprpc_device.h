@@ -1,36 +1,216 @@
 /* omprpc_device.h: host services for OpenMP target regions, through the RPC protocol of LLVM libc 19.1.
  *
- * Include it in the program's sources; call the omprpc_* functions below from target regions. Each
- * call is carried to the host over the shared-memory mailbox that the omprpc plugin sets up when it
- * loads an image exporting __llvm_libc_rpc_client (this header defines it), and served there by LLVM
- * libc's RPC server: output goes to the host's stdout/stderr and files, malloc returns device memory,
- * exit ends the host process, and opcodes from 0x8000 reach handlers the host program registered with
- * omprpc_register_handler (include/omprpc.h).
+ * Include it in the program's sources and call the omprpc_* functions below from target regions, on
+ * any device omprpc serves: the host device (x86_64), NVIDIA GPUs (nvptx64, sm_70 and later) and AMD
+ * GPUs (amdgcn, wavefronts of 64 or 32). Each call is carried to the host over the shared-memory
+ * mailbox that the omprpc plugin sets up when it loads an image defining __llvm_libc_rpc_client (this
+ * header defines it), and served there by LLVM libc's RPC server: output goes to the host's
+ * stdout/stderr and files, malloc returns device memory, exit ends the host process, and opcodes from
+ * 0x8000 reach handlers the host program registered with omprpc_register_handler (include/omprpc.h).
  *
- * This version speaks the protocol with one lane, as the host (x86_64) device needs. Where no omprpc
- * server is attached (the stock plugin, or host fallback), each call is carried out directly, so that
- * programs still work; omprpc_rpc_active() tells which.
+ * On a GPU the threads of a warp (wavefront) that make a call together share one port: the lowest
+ * active lane locks and flips it, and each lane sends and receives its own packet, so a warp's 32 (or
+ * 64) printf lines cost one exchange. Calls must be made by converged lanes (as any warp-wide
+ * operation must).
  *
- * Streams: OMPRPC_STDIN, OMPRPC_STDOUT, OMPRPC_STDERR, or what omprpc_fopen returned. printf-family
- * calls are formatted by the host; conversions are those of C99 printf (no positional arguments). */
+ * printf takes its arguments through macros (C) or templates (C++) that record each argument's type,
+ * not through va_list, which clang-16 cannot compile for GPUs; the host formats the line. Conversions
+ * are C99's without positional arguments; GPU code cannot pass long double. omprpc_vfprintf (va_list)
+ * exists for code that only runs on the host device.
+ *
+ * Where no omprpc server is attached (the stock plugin, or host fallback), calls compiled for the host
+ * are carried out directly, so that programs still work; on a GPU they fail (EOF, -1, NULL), and
+ * omprpc_rpc_active() tells which.
+ *
+ * Streams: OMPRPC_STDIN, OMPRPC_STDOUT, OMPRPC_STDERR, or what omprpc_fopen returned. */
 #ifndef OMPRPC_DEVICE_H
 #define OMPRPC_DEVICE_H
 
-#include <sched.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "omprpc.h" /* omprpc_packet, shared with host-side handlers */
+
+#if defined(__NVPTX__) || defined(__AMDGCN__)
+#define OMPRPC_GPU_ 1
+#else
+#define OMPRPC_GPU_ 0
+#include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "omprpc.h" /* omprpc_packet, shared with host-side handlers */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #pragma omp begin declare target
+
+/* ---- Lanes ----------------------------------------------------------------------------------------
+ * OMPRPC_LANES threads share a port: a warp, a wavefront, or one thread on the host. The server of a
+ * device is made with the same lane count. OMPRPC_SIMULATED_LANES (host builds, tests only) plays a
+ * warp with the threads of an OpenMP parallel region, for a host device whose server has that many
+ * lanes (OMPRPC_HOST_RPC_LANES). */
+
+#if defined(__NVPTX__)
+#define OMPRPC_LANES 32
+static inline uint64_t omprpc_lane_mask_(void) {
+  uint32_t mask;
+  __asm__ volatile("activemask.b32 %0;" : "=r"(mask));
+  return mask;
+}
+static inline uint32_t omprpc_lane_id_(void) { return (uint32_t)__nvvm_read_ptx_sreg_laneid(); }
+static inline uint64_t omprpc_ballot_(uint64_t mask, int x) {
+  return (uint32_t)__nvvm_vote_ballot_sync((uint32_t)mask, x != 0);
+}
+/* The value `x` of the lowest active lane, in every lane. */
+static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
+  return (uint32_t)__nvvm_shfl_sync_idx_i32((uint32_t)mask, (int)x, __builtin_ctz((uint32_t)mask), 31);
+}
+static inline void omprpc_sync_lanes_(uint64_t mask) { __nvvm_bar_warp_sync((uint32_t)mask); }
+static inline uint32_t omprpc_start_port_(void) {
+  return (uint32_t)(__nvvm_read_ptx_sreg_ctaid_x() * 32 + __nvvm_read_ptx_sreg_tid_x() / 32);
+}
+static inline void omprpc_nap_(void) { __asm__ volatile("nanosleep.u32 64;"); }
+#elif defined(__AMDGCN__)
+#define OMPRPC_LANES __AMDGCN_WAVEFRONT_SIZE
+static inline uint64_t omprpc_lane_mask_(void) { return __builtin_amdgcn_read_exec(); }
+static inline uint32_t omprpc_lane_id_(void) {
+#if __AMDGCN_WAVEFRONT_SIZE == 64
+  return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+#else
+  return __builtin_amdgcn_mbcnt_lo(~0u, 0u);
+#endif
+}
+static inline uint64_t omprpc_ballot_(uint64_t mask, int x) {
+#if __AMDGCN_WAVEFRONT_SIZE == 64
+  return __builtin_amdgcn_ballot_w64(x != 0) & mask;
+#else
+  return (uint64_t)__builtin_amdgcn_ballot_w32(x != 0) & mask;
+#endif
+}
+static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
+  (void)mask;
+  return (uint32_t)__builtin_amdgcn_readfirstlane((int)x);
+}
+static inline void omprpc_sync_lanes_(uint64_t mask) {
+  (void)mask;
+  __builtin_amdgcn_wave_barrier();
+}
+static inline uint32_t omprpc_start_port_(void) {
+  return __builtin_amdgcn_workgroup_id_x() * 16 + __builtin_amdgcn_workitem_id_x() / OMPRPC_LANES;
+}
+static inline void omprpc_nap_(void) { __builtin_amdgcn_s_sleep(2); }
+#elif defined(OMPRPC_SIMULATED_LANES)
+#include <omp.h>
+#define OMPRPC_LANES OMPRPC_SIMULATED_LANES
+/* One simulated warp at a time: its lanes exchange values through these words. */
+__attribute__((weak)) uint64_t omprpc_simulated_words_[64];
+static inline uint32_t omprpc_lane_id_(void) { return (uint32_t)omp_get_thread_num(); }
+static inline uint64_t omprpc_lane_mask_(void) {
+  int n = omp_get_num_threads();
+  return n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+}
+static inline uint64_t omprpc_ballot_(uint64_t mask, int x) {
+#pragma omp barrier
+  omprpc_simulated_words_[omprpc_lane_id_()] = x != 0;
+#pragma omp barrier
+  uint64_t bits = 0;
+  for (uint32_t lane = 0; lane < OMPRPC_LANES; ++lane)
+    bits |= (omprpc_simulated_words_[lane] & 1) << lane;
+#pragma omp barrier
+  return bits & mask;
+}
+static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
+#pragma omp barrier
+  if (omprpc_lane_id_() == (uint32_t)__builtin_ctzll(mask))
+    omprpc_simulated_words_[0] = x;
+#pragma omp barrier
+  uint32_t value = (uint32_t)omprpc_simulated_words_[0];
+#pragma omp barrier
+  return value;
+}
+static inline void omprpc_sync_lanes_(uint64_t mask) {
+  (void)mask;
+#pragma omp barrier
+}
+static inline uint32_t omprpc_start_port_(void) { return 0; }
+static inline void omprpc_nap_(void) { sched_yield(); }
+#else
+#define OMPRPC_LANES 1
+static inline uint64_t omprpc_lane_mask_(void) { return 1; }
+static inline uint32_t omprpc_lane_id_(void) { return 0; }
+static inline uint64_t omprpc_ballot_(uint64_t mask, int x) { return x ? mask : 0; }
+static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
+  (void)mask;
+  return x;
+}
+static inline void omprpc_sync_lanes_(uint64_t mask) { (void)mask; }
+/* Threads start from ports of their own (their stacks differ), so that they spread over the ports. */
+static inline uint32_t omprpc_start_port_(void) { return (uint32_t)((uintptr_t)__builtin_frame_address(0) >> 12); }
+static inline void omprpc_nap_(void) { sched_yield(); }
+#endif
+
+static inline int omprpc_is_leader_(uint64_t mask) { return omprpc_lane_id_() == (uint32_t)__builtin_ctzll(mask); }
+
+/* Waiting: spin a little, then nap (nanosleep on NVIDIA, s_sleep on AMD, a yield on the host, whose
+ * serving thread shares the processors). */
+static inline void omprpc_pause_(uint32_t *spins) {
+  if (++*spins < 64) {
+#if !OMPRPC_GPU_ && (defined(__x86_64__) || defined(__i386__))
+    __builtin_ia32_pause();
+#endif
+  } else {
+    omprpc_nap_();
+  }
+}
+
+/* ---- Memory ordering ------------------------------------------------------------------------------
+ * The mailbox words live in host memory and are shared with the host's server, so every access is a
+ * system-scope atomic. Plain __atomic builtins carry LLVM's default (system) scope; clang-16 cannot
+ * select NVPTX atomic fences, acquire loads or release stores, so NVPTX uses relaxed accesses (which
+ * become ld/st.volatile, strong at system scope), membar.sys fences and the system-scope atom.sys. */
+
+static inline uint32_t omprpc_load_(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void omprpc_store_(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+#if defined(__NVPTX__)
+static inline void omprpc_fence_acquire_(void) { __nvvm_membar_sys(); }
+static inline void omprpc_fence_release_(void) { __nvvm_membar_sys(); }
+static inline uint32_t omprpc_fetch_or_(uint32_t *p, uint32_t v) {
+  return (uint32_t)__nvvm_atom_sys_or_gen_i((int *)p, (int)v);
+}
+static inline uint32_t omprpc_fetch_and_(uint32_t *p, uint32_t v) {
+  return (uint32_t)__nvvm_atom_sys_and_gen_i((int *)p, (int)v);
+}
+#else
+static inline void omprpc_fence_acquire_(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+static inline void omprpc_fence_release_(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+static inline uint32_t omprpc_fetch_or_(uint32_t *p, uint32_t v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+static inline uint32_t omprpc_fetch_and_(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
+}
+#endif
+
+/* ---- Bytes (no libc on a GPU) ---------------------------------------------------------------------- */
+
+static inline uint64_t omprpc_strlen_(const char *s) {
+  uint64_t n = 0;
+  while (s[n])
+    ++n;
+  return n;
+}
+static inline void omprpc_copy_(void *dst, const void *src, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    ((char *)dst)[i] = ((const char *)src)[i];
+}
+static inline void omprpc_zero_(omprpc_packet *packet) {
+  for (int i = 0; i < 8; ++i)
+    packet->data[i] = 0;
+}
+
+/* ---- The client of LLVM libc 19.1's protocol -------------------------------------------------------- */
 
 /* Opcodes of LLVM libc 19.1 (llvmlibc_rpc_opcodes.h). */
 enum {
@@ -64,11 +244,14 @@ typedef struct omprpc_file omprpc_file;
 #define OMPRPC_STDOUT ((omprpc_file *)(uintptr_t)2)
 #define OMPRPC_STDERR ((omprpc_file *)(uintptr_t)3)
 
-/* The 19.1 client object (552 bytes), filled in by the host. */
+/* A port's header in the mailbox: the active lanes and the opcode (16 bytes). */
 typedef struct {
   uint64_t mask;
   uint16_t opcode;
 } omprpc_header;
+
+/* The 19.1 client object (552 bytes), filled in by the host: the mailbox's arrays, and one lock bit per
+ * port, private to the device. Packets are indexed port * OMPRPC_LANES + lane. */
 typedef struct {
   uint32_t port_count;
   uint32_t *inbox;  /* written by the host */
@@ -84,9 +267,10 @@ typedef struct {
 __attribute__((weak, visibility("hidden"))) omprpc_client omprpc_client_object;
 __attribute__((weak, visibility("protected"))) omprpc_client *__llvm_libc_rpc_client = &omprpc_client_object;
 
-/* One open port. */
+/* One open port, as each lane of the warp that opened it sees it. */
 typedef struct {
   omprpc_client *client;
+  uint64_t mask;
   uint32_t index;
   uint32_t out;
   int receive;
@@ -95,193 +279,152 @@ typedef struct {
 
 static inline int omprpc_rpc_active(void) {
   omprpc_client *c = __llvm_libc_rpc_client;
-  return c && __atomic_load_n(&c->port_count, __ATOMIC_ACQUIRE) != 0;
+  return c && omprpc_load_(&c->port_count) != 0;
 }
 
-static inline void omprpc_pause_(uint32_t *spins) {
-  if (++*spins < 1024) {
-    __builtin_ia32_pause();
-  } else {
-    /* Long waits give the core away: on a host device the server shares the processors. */
-    sched_yield();
-  }
+static inline void omprpc_unlock_port_(omprpc_client *c, uint32_t index) {
+  omprpc_fence_release_();
+  omprpc_fetch_and_(&c->lock[index / 32], ~(1u << (index % 32)));
 }
 
-static inline uint32_t omprpc_load_inbox_(omprpc_client *c, uint32_t i) {
-  return __atomic_load_n(&c->inbox[i], __ATOMIC_RELAXED);
-}
-
-static inline void omprpc_unlock_(omprpc_client *c, uint32_t i) {
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  __atomic_fetch_and(&c->lock[i / 32], ~(1u << (i % 32)), __ATOMIC_RELAXED);
-}
-
+/* Opens a port for the active lanes: the leader locks a port the client owns and writes its header. */
 static inline omprpc_client_port omprpc_open(uint16_t opcode) {
   omprpc_client *c = __llvm_libc_rpc_client;
-  uint32_t spins = 0;
-  /* Start from a per-thread port so that threads spread over the ports. */
-  uint32_t index = (uint32_t)(((uintptr_t)__builtin_frame_address(0) >> 12) % c->port_count);
-  for (;; ++index) {
-    if (index >= c->port_count)
+  uint64_t mask = omprpc_lane_mask_();
+  int leader = omprpc_is_leader_(mask);
+  uint32_t ports = c->port_count;
+  uint32_t index = omprpc_broadcast_(mask, omprpc_start_port_()) % ports;
+  for (uint32_t spins = 0;; ++index) {
+    if (index >= ports)
       index = 0;
-    uint32_t bit = 1u << (index % 32);
-    if (__atomic_fetch_or(&c->lock[index / 32], bit, __ATOMIC_RELAXED) & bit) {
+    uint32_t got = 0, out = 0;
+    if (leader) {
+      uint32_t bit = 1u << (index % 32);
+      if (!(omprpc_fetch_or_(&c->lock[index / 32], bit) & bit)) {
+        omprpc_fence_acquire_();
+        uint32_t in = omprpc_load_(&c->inbox[index]);
+        out = omprpc_load_(&c->outbox[index]);
+        if (in == out)
+          got = 1;
+        else
+          omprpc_unlock_port_(c, index);
+      }
+    }
+    if (!omprpc_broadcast_(mask, got)) {
       omprpc_pause_(&spins);
       continue;
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    uint32_t in = omprpc_load_inbox_(c, index);
-    uint32_t out = __atomic_load_n(&c->outbox[index], __ATOMIC_RELAXED);
-    if (in != out) {
-      omprpc_unlock_(c, index);
-      omprpc_pause_(&spins);
-      continue;
+    out = omprpc_broadcast_(mask, out);
+    if (leader) {
+      c->header[index].opcode = opcode;
+      c->header[index].mask = mask;
     }
-    c->header[index].opcode = opcode;
-    c->header[index].mask = 1;
-    omprpc_client_port port = {c, index, out, 0, 1};
+    omprpc_sync_lanes_(mask);
+    omprpc_client_port port = {c, mask, index, out, 0, 1};
     return port;
   }
+}
+
+static inline omprpc_packet *omprpc_my_packet_(omprpc_client_port *p) {
+  return &p->client->packet[(uint64_t)p->index * OMPRPC_LANES + omprpc_lane_id_()];
 }
 
 static inline void omprpc_wait_(omprpc_client_port *p, uint32_t in) {
   uint32_t spins = 0;
   while (in != p->out) {
     omprpc_pause_(&spins);
-    in = omprpc_load_inbox_(p->client, p->index);
+    in = omprpc_load_(&p->client->inbox[p->index]);
   }
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  omprpc_fence_acquire_();
 }
 
+/* Hands the port to the host: every lane orders its packet before the flip and stores the same value. */
 static inline void omprpc_flip_(omprpc_client_port *p) {
+  omprpc_sync_lanes_(p->mask);
   p->out = !p->out;
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  __atomic_store_n(&p->client->outbox[p->index], p->out, __ATOMIC_RELAXED);
+  omprpc_fence_release_();
+  omprpc_store_(&p->client->outbox[p->index], p->out);
 }
 
-/* Sends one packet: waits until the port is ours, fills it, hands it over. */
+/* Sends this lane's packet: waits until the port is the client's, fills it, hands it over. */
 static inline void omprpc_send(omprpc_client_port *p, const omprpc_packet *packet) {
-  omprpc_wait_(p, p->owns_buffer ? p->out : omprpc_load_inbox_(p->client, p->index));
-  p->client->packet[p->index] = *packet;
+  omprpc_wait_(p, p->owns_buffer ? p->out : omprpc_load_(&p->client->inbox[p->index]));
+  *omprpc_my_packet_(p) = *packet;
   omprpc_flip_(p);
   p->owns_buffer = 0;
   p->receive = 0;
 }
 
-/* Receives one packet. */
+/* Receives this lane's packet. */
 static inline void omprpc_recv(omprpc_client_port *p, omprpc_packet *packet) {
   if (p->receive) {
     omprpc_flip_(p);
     p->owns_buffer = 0;
   }
-  omprpc_wait_(p, p->owns_buffer ? p->out : omprpc_load_inbox_(p->client, p->index));
-  *packet = p->client->packet[p->index];
+  omprpc_wait_(p, p->owns_buffer ? p->out : omprpc_load_(&p->client->inbox[p->index]));
+  *packet = *omprpc_my_packet_(p);
+  omprpc_sync_lanes_(p->mask);
   p->receive = 1;
   p->owns_buffer = 1;
 }
 
-static inline void omprpc_close(omprpc_client_port *p) { omprpc_unlock_(p->client, p->index); }
+static inline void omprpc_close(omprpc_client_port *p) {
+  omprpc_sync_lanes_(p->mask);
+  if (omprpc_is_leader_(p->mask))
+    omprpc_unlock_port_(p->client, p->index);
+  omprpc_sync_lanes_(p->mask);
+}
 
-/* Sends `size` bytes: the size and the first 56 bytes, then 64 bytes a packet. */
+/* Sends this lane's `size` bytes: the size and the first 56 bytes, then 64 bytes a packet, for as many
+ * packets as the longest string of the active lanes needs. */
 static inline void omprpc_send_n(omprpc_client_port *p, const void *src, uint64_t size) {
   omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
+  omprpc_zero_(&packet);
   packet.data[0] = size;
-  memcpy(&packet.data[1], src, size < 56 ? size : 56);
+  omprpc_copy_(&packet.data[1], src, size < 56 ? size : 56);
   omprpc_send(p, &packet);
-  for (uint64_t idx = 56; idx < size; idx += 64) {
-    memcpy(packet.data, (const char *)src + idx, size - idx < 64 ? size - idx : 64);
+  for (uint64_t idx = 56; omprpc_ballot_(p->mask, idx < size); idx += 64) {
+    if (idx < size)
+      omprpc_copy_(packet.data, (const char *)src + idx, size - idx < 64 ? size - idx : 64);
     omprpc_send(p, &packet);
   }
 }
 
-/* Receives a byte string into `dst` (at most `capacity` bytes kept); returns its full size. */
+/* Receives this lane's byte string into `dst` (at most `capacity` bytes kept); returns its full size. */
 static inline uint64_t omprpc_recv_n(omprpc_client_port *p, void *dst, uint64_t capacity) {
   omprpc_packet packet;
   omprpc_recv(p, &packet);
   uint64_t size = packet.data[0];
   uint64_t first = size < 56 ? size : 56;
-  memcpy(dst, &packet.data[1], first < capacity ? first : capacity);
-  for (uint64_t idx = 56; idx < size; idx += 64) {
+  omprpc_copy_(dst, &packet.data[1], first < capacity ? first : capacity);
+  for (uint64_t idx = 56; omprpc_ballot_(p->mask, idx < size); idx += 64) {
     omprpc_recv(p, &packet);
-    uint64_t len = size - idx < 64 ? size - idx : 64;
+    uint64_t len = size > idx ? (size - idx < 64 ? size - idx : 64) : 0;
     if (idx < capacity)
-      memcpy((char *)dst + idx, packet.data, idx + len <= capacity ? len : capacity - idx);
+      omprpc_copy_((char *)dst + idx, packet.data, idx + len <= capacity ? len : capacity - idx);
   }
   return size;
 }
 
-/* ---- Streams ---------------------------------------------------------------------------------- */
+/* ---- Streams ------------------------------------------------------------------------------------- */
 
+#if !OMPRPC_GPU_
 static inline FILE *omprpc_host_stream_(omprpc_file *f) {
   uintptr_t v = (uintptr_t)f;
   return v == 1 ? stdin : v == 2 ? stdout : v == 3 ? stderr : (FILE *)v;
 }
+#endif
 
 /* The host serves some requests with the stream as a raw FILE*: only real host streams may go there. */
 static inline int omprpc_is_file_(omprpc_file *f) { return (uintptr_t)f > 3; }
-static inline int omprpc_writable_(omprpc_file *f) { return f == OMPRPC_STDOUT || f == OMPRPC_STDERR || omprpc_is_file_(f); }
-
-static inline size_t omprpc_write_(omprpc_file *f, const void *data, size_t size, uint16_t op) {
-  if (!omprpc_writable_(f))
-    return 0;
-  if (!omprpc_rpc_active())
-    return fwrite(data, 1, size, omprpc_host_stream_(f));
-  omprpc_packet packet;
-  omprpc_client_port port = omprpc_open(op);
-  if (op == OMPRPC_OP_WRITE_TO_STREAM) {
-    packet.data[0] = (uint64_t)(uintptr_t)f;
-    omprpc_send(&port, &packet);
-  }
-  omprpc_send_n(&port, data, size);
-  omprpc_recv(&port, &packet);
-  omprpc_close(&port);
-  return (size_t)packet.data[0];
-}
-
-static inline uint16_t omprpc_write_opcode_(omprpc_file *f) {
-  return f == OMPRPC_STDOUT ? OMPRPC_OP_WRITE_TO_STDOUT
-         : f == OMPRPC_STDERR ? OMPRPC_OP_WRITE_TO_STDERR
-                              : OMPRPC_OP_WRITE_TO_STREAM;
-}
-
-static inline size_t omprpc_fwrite(const void *data, size_t size, size_t count, omprpc_file *f) {
-  if (size == 0 || count == 0)
-    return 0;
-  return omprpc_write_(f, data, size * count, omprpc_write_opcode_(f)) / size;
-}
-
-static inline int omprpc_fputs(const char *s, omprpc_file *f) {
-  size_t n = strlen(s);
-  return omprpc_write_(f, s, n, omprpc_write_opcode_(f)) == n ? 0 : EOF;
-}
-
-static inline int omprpc_puts(const char *s) {
-  size_t n = strlen(s);
-  if (!omprpc_rpc_active())
-    return puts(s);
-  return omprpc_write_(OMPRPC_STDOUT, s, n, OMPRPC_OP_WRITE_TO_STDOUT_NEWLINE) == n + 1 ? 0 : EOF;
-}
-
-static inline omprpc_file *omprpc_fopen(const char *path, const char *mode) {
-  if (!omprpc_rpc_active())
-    return (omprpc_file *)fopen(path, mode);
-  omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
-  omprpc_client_port port = omprpc_open(OMPRPC_OP_OPEN_FILE);
-  omprpc_send_n(&port, path, strlen(path) + 1);
-  size_t mode_len = strlen(mode) + 1;
-  memcpy(packet.data, mode, mode_len < sizeof packet.data ? mode_len : sizeof packet.data - 1);
-  omprpc_send(&port, &packet);
-  omprpc_recv(&port, &packet);
-  omprpc_close(&port);
-  return (omprpc_file *)(uintptr_t)packet.data[0];
+static inline int omprpc_writable_(omprpc_file *f) {
+  return f == OMPRPC_STDOUT || f == OMPRPC_STDERR || omprpc_is_file_(f);
 }
 
 /* One packet out (data[0..2]), one back; the result is data[0] of the reply. */
 static inline uint64_t omprpc_simple_(uint16_t op, uint64_t a, uint64_t b, uint64_t c) {
   omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
+  omprpc_zero_(&packet);
   packet.data[0] = a;
   packet.data[1] = b;
   packet.data[2] = c;
@@ -292,21 +435,110 @@ static inline uint64_t omprpc_simple_(uint16_t op, uint64_t a, uint64_t b, uint6
   return packet.data[0];
 }
 
+static inline uint64_t omprpc_write_(omprpc_file *f, const void *data, uint64_t size, uint16_t op) {
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  omprpc_client_port port = omprpc_open(op);
+  if (op == OMPRPC_OP_WRITE_TO_STREAM) {
+    packet.data[0] = (uint64_t)(uintptr_t)f;
+    omprpc_send(&port, &packet);
+  }
+  omprpc_send_n(&port, data, size);
+  omprpc_recv(&port, &packet);
+  omprpc_close(&port);
+  return packet.data[0];
+}
+
+static inline uint16_t omprpc_write_opcode_(omprpc_file *f) {
+  return f == OMPRPC_STDOUT ? OMPRPC_OP_WRITE_TO_STDOUT
+         : f == OMPRPC_STDERR ? OMPRPC_OP_WRITE_TO_STDERR
+                              : OMPRPC_OP_WRITE_TO_STREAM;
+}
+
+static inline size_t omprpc_fwrite(const void *data, size_t size, size_t count, omprpc_file *f) {
+  if (size == 0 || count == 0 || !omprpc_writable_(f))
+    return 0;
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    return fwrite(data, size, count, omprpc_host_stream_(f));
+#else
+  if (!omprpc_rpc_active())
+    return 0;
+#endif
+  return (size_t)omprpc_write_(f, data, size * count, omprpc_write_opcode_(f)) / size;
+}
+
+static inline int omprpc_fputs(const char *s, omprpc_file *f) {
+  if (!omprpc_writable_(f))
+    return -1;
+  uint64_t n = omprpc_strlen_(s);
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    return fputs(s, omprpc_host_stream_(f));
+#else
+  if (!omprpc_rpc_active())
+    return -1;
+#endif
+  return omprpc_write_(f, s, n, omprpc_write_opcode_(f)) == n ? 0 : -1;
+}
+
+static inline int omprpc_puts(const char *s) {
+  uint64_t n = omprpc_strlen_(s);
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    return puts(s);
+#else
+  if (!omprpc_rpc_active())
+    return -1;
+#endif
+  return omprpc_write_(OMPRPC_STDOUT, s, n, OMPRPC_OP_WRITE_TO_STDOUT_NEWLINE) == n + 1 ? 0 : -1;
+}
+
+static inline omprpc_file *omprpc_fopen(const char *path, const char *mode) {
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    return (omprpc_file *)fopen(path, mode);
+#else
+  if (!omprpc_rpc_active())
+    return 0;
+#endif
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_OPEN_FILE);
+  omprpc_send_n(&port, path, omprpc_strlen_(path) + 1);
+  uint64_t mode_len = omprpc_strlen_(mode) + 1;
+  omprpc_copy_(packet.data, mode, mode_len < sizeof packet.data ? mode_len : sizeof packet.data - 1);
+  omprpc_send(&port, &packet);
+  omprpc_recv(&port, &packet);
+  omprpc_close(&port);
+  return (omprpc_file *)(uintptr_t)packet.data[0];
+}
+
 static inline int omprpc_fclose(omprpc_file *f) {
   if (!omprpc_is_file_(f))
-    return EOF;
+    return -1;
+#if !OMPRPC_GPU_
   if (!omprpc_rpc_active())
     return fclose(omprpc_host_stream_(f));
-  return omprpc_simple_(OMPRPC_OP_CLOSE_FILE, (uintptr_t)f, 0, 0) == 0 ? 0 : EOF;
+#else
+  if (!omprpc_rpc_active())
+    return -1;
+#endif
+  return omprpc_simple_(OMPRPC_OP_CLOSE_FILE, (uintptr_t)f, 0, 0) == 0 ? 0 : -1;
 }
 
 static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprpc_file *f) {
   if (size == 0 || count == 0 || !f)
     return 0;
+#if !OMPRPC_GPU_
   if (!omprpc_rpc_active())
     return fread(buffer, size, count, omprpc_host_stream_(f));
+#else
+  if (!omprpc_rpc_active())
+    return 0;
+#endif
   omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
+  omprpc_zero_(&packet);
   packet.data[0] = size * count;
   packet.data[1] = (uintptr_t)f;
   omprpc_client_port port = omprpc_open(OMPRPC_OP_READ_FROM_STREAM);
@@ -319,101 +551,272 @@ static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprp
 
 static inline char *omprpc_fgets(char *s, int count, omprpc_file *f) {
   if (count < 1 || !f)
-    return NULL;
+    return 0;
+#if !OMPRPC_GPU_
   if (!omprpc_rpc_active())
     return fgets(s, count, omprpc_host_stream_(f));
+#else
+  if (!omprpc_rpc_active())
+    return 0;
+#endif
   omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
+  omprpc_zero_(&packet);
   packet.data[0] = (uint64_t)count;
   packet.data[1] = (uintptr_t)f;
   omprpc_client_port port = omprpc_open(OMPRPC_OP_READ_FGETS);
   omprpc_send(&port, &packet);
   uint64_t got = omprpc_recv_n(&port, s, (uint64_t)count);
   omprpc_close(&port);
-  return got == 0 ? NULL : s;
+  return got == 0 ? 0 : s;
 }
+
+#if !OMPRPC_GPU_
+#define OMPRPC_HOST_OR_(host_call, gpu_result) \
+  if (!omprpc_rpc_active())                    \
+  return host_call
+#else
+#define OMPRPC_HOST_OR_(host_call, gpu_result) \
+  if (!omprpc_rpc_active())                    \
+  return gpu_result
+#endif
 
 static inline int omprpc_fseek(omprpc_file *f, long offset, int whence) {
   if (!f)
     return -1;
-  if (!omprpc_rpc_active())
-    return fseek(omprpc_host_stream_(f), offset, whence);
+  OMPRPC_HOST_OR_(fseek(omprpc_host_stream_(f), offset, whence), -1);
   return (int)omprpc_simple_(OMPRPC_OP_FSEEK, (uintptr_t)f, (uint64_t)offset, (uint64_t)whence);
 }
 
 static inline long omprpc_ftell(omprpc_file *f) {
   if (!f)
     return -1L;
-  if (!omprpc_rpc_active())
-    return ftell(omprpc_host_stream_(f));
+  OMPRPC_HOST_OR_(ftell(omprpc_host_stream_(f)), -1L);
   return (long)omprpc_simple_(OMPRPC_OP_FTELL, (uintptr_t)f, 0, 0);
 }
 
 static inline int omprpc_fflush(omprpc_file *f) {
-  if (!omprpc_rpc_active())
-    return fflush(omprpc_host_stream_(f));
+  OMPRPC_HOST_OR_(fflush(omprpc_host_stream_(f)), -1);
   return (int)omprpc_simple_(OMPRPC_OP_FFLUSH, (uintptr_t)f, 0, 0);
 }
 
 static inline int omprpc_feof(omprpc_file *f) {
   if (!f)
     return 0;
-  if (!omprpc_rpc_active())
-    return feof(omprpc_host_stream_(f));
+  OMPRPC_HOST_OR_(feof(omprpc_host_stream_(f)), 0);
   return (int)omprpc_simple_(OMPRPC_OP_FEOF, (uintptr_t)f, 0, 0);
 }
 
 static inline int omprpc_ferror(omprpc_file *f) {
   if (!f)
     return 1;
-  if (!omprpc_rpc_active())
-    return ferror(omprpc_host_stream_(f));
+  OMPRPC_HOST_OR_(ferror(omprpc_host_stream_(f)), 1);
   return (int)omprpc_simple_(OMPRPC_OP_FERROR, (uintptr_t)f, 0, 0);
 }
 
 static inline int omprpc_remove(const char *path) {
-  if (!omprpc_rpc_active())
-    return remove(path);
+  OMPRPC_HOST_OR_(remove(path), -1);
   omprpc_packet packet;
   omprpc_client_port port = omprpc_open(OMPRPC_OP_REMOVE);
-  omprpc_send_n(&port, path, strlen(path) + 1);
+  omprpc_send_n(&port, path, omprpc_strlen_(path) + 1);
   omprpc_recv(&port, &packet);
   omprpc_close(&port);
   return (int)packet.data[0];
 }
 
-/* ---- printf ----------------------------------------------------------------------------------- */
+/* ---- Memory, exit, abort -------------------------------------------------------------------------- */
 
-/* Appends one argument of `size` bytes at its natural alignment, as libc's server reads them. */
-static inline size_t omprpc_put_arg_(char *args, size_t used, size_t capacity, const void *value, size_t size) {
-  size_t at = (used + size - 1) / size * size;
-  if (at + size <= capacity)
-    memcpy(args + at, value, size);
-  return at + size;
+/* Device memory from the host's allocator for the device. */
+static inline void *omprpc_malloc(size_t size) {
+  OMPRPC_HOST_OR_(malloc(size), 0);
+  return (void *)(uintptr_t)omprpc_simple_(OMPRPC_OP_MALLOC, size, 0, 0);
 }
 
-/* Packs the arguments `format` asks for from `ap` the way libc's server reads them; returns the bytes
- * needed (may exceed capacity). Arguments are consumed as C defines the format, but only those the
- * server's parser reads are stored: it reads nothing for %n (built without it) nor for a conversion
- * with the ' flag (which it does not know, and prints as text). */
-static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *args, size_t capacity) {
-  size_t used = 0;
-  for (const char *p = format; *p; ++p) {
+static inline void omprpc_free(void *ptr) {
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active()) {
+    free(ptr);
+    return;
+  }
+#else
+  if (!omprpc_rpc_active())
+    return;
+#endif
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  packet.data[0] = (uintptr_t)ptr;
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_FREE);
+  omprpc_send(&port, &packet);
+  omprpc_close(&port);
+}
+
+static inline void omprpc_halt_(void) {
+  for (uint32_t spins = 0;;)
+    omprpc_pause_(&spins); /* the host ends the process */
+}
+
+/* Ends the host process with `status` once the host has flushed what the device wrote. */
+static inline void omprpc_exit(int status) {
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    exit(status);
+#else
+  if (!omprpc_rpc_active())
+    __builtin_trap();
+#endif
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_EXIT);
+  omprpc_send(&port, &packet); /* make sure the host listens */
+  omprpc_recv(&port, &packet);
+  packet.data[0] = (uint32_t)status;
+  omprpc_send(&port, &packet);
+  omprpc_close(&port);
+  omprpc_halt_();
+}
+
+/* Aborts the host process, saying so on stderr and flushing what was written first. */
+static inline void omprpc_abort(void) {
+  static const char message[] = "omprpc: abort() called on the device\n";
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    abort();
+#else
+  if (!omprpc_rpc_active())
+    __builtin_trap();
+#endif
+  omprpc_write_(OMPRPC_STDERR, message, sizeof message - 1, OMPRPC_OP_WRITE_TO_STDERR);
+  omprpc_simple_(OMPRPC_OP_FFLUSH, 0, 0, 0); /* stream 0 is fflush(NULL): every host stream */
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_ABORT);
+  omprpc_send(&port, &packet);
+  omprpc_recv(&port, &packet);
+  omprpc_send(&port, &packet);
+  omprpc_close(&port);
+  omprpc_halt_();
+}
+
+/* ---- User host calls ------------------------------------------------------------------------------ */
+
+/* Calls the host handler of user opcode `opcode` (0x8000 or above) with this lane's packet, which the
+ * handler's reply overwrites. The handler receives one packet per lane and sends one back. Without a
+ * server (omprpc_rpc_active() == 0) the reply is all zeros. */
+static inline void omprpc_call(uint16_t opcode, omprpc_packet *packet) {
+  if (!omprpc_rpc_active()) {
+    omprpc_zero_(packet);
+    return;
+  }
+  omprpc_client_port port = omprpc_open(opcode);
+  omprpc_send(&port, packet);
+  omprpc_recv(&port, packet);
+  omprpc_close(&port);
+}
+
+/* Calls the host handler of `opcode` with `in_size` bytes; the handler's byte reply is copied to `out`
+ * (at most `out_capacity` bytes kept). Returns the size of the reply. The handler receives with
+ * omprpc_port_recv_n and replies with omprpc_port_send_n. */
+static inline uint64_t omprpc_call_bytes(uint16_t opcode, const void *in, uint64_t in_size, void *out,
+                                         uint64_t out_capacity) {
+  if (!omprpc_rpc_active())
+    return 0;
+  omprpc_client_port port = omprpc_open(opcode);
+  omprpc_send_n(&port, in, in_size);
+  uint64_t size = omprpc_recv_n(&port, out, out_capacity);
+  omprpc_close(&port);
+  return size;
+}
+
+/* ---- printf ------------------------------------------------------------------------------------------
+ * Each argument is recorded with its type (omprpc_arg); the format decides how it is packed for the
+ * host, each value at its natural alignment, as libc's server reads them. */
+
+typedef struct {
+  union {
+    long long i;
+    unsigned long long u;
+    double d;
+    const void *p;
+#if !OMPRPC_GPU_
+    long double ld;
+#endif
+  } v;
+  int kind;
+} omprpc_arg;
+
+enum { OMPRPC_ARG_INT, OMPRPC_ARG_UINT, OMPRPC_ARG_DOUBLE, OMPRPC_ARG_PTR, OMPRPC_ARG_LDOUBLE };
+
+static inline omprpc_arg omprpc_arg_i_(long long v) {
+  omprpc_arg a;
+  a.v.i = v;
+  a.kind = OMPRPC_ARG_INT;
+  return a;
+}
+static inline omprpc_arg omprpc_arg_u_(unsigned long long v) {
+  omprpc_arg a;
+  a.v.u = v;
+  a.kind = OMPRPC_ARG_UINT;
+  return a;
+}
+static inline omprpc_arg omprpc_arg_d_(double v) {
+  omprpc_arg a;
+  a.v.d = v;
+  a.kind = OMPRPC_ARG_DOUBLE;
+  return a;
+}
+static inline omprpc_arg omprpc_arg_p_(const void *v) {
+  omprpc_arg a;
+  a.v.p = v;
+  a.kind = OMPRPC_ARG_PTR;
+  return a;
+}
+#if !OMPRPC_GPU_
+static inline omprpc_arg omprpc_arg_ld_(long double v) {
+  omprpc_arg a;
+  a.v.ld = v;
+  a.kind = OMPRPC_ARG_LDOUBLE;
+  return a;
+}
+#endif
+
+/* What a conversion consumes. */
+enum { OMPRPC_WANT_NONE, OMPRPC_WANT_INT, OMPRPC_WANT_LONG, OMPRPC_WANT_DOUBLE, OMPRPC_WANT_LDOUBLE, OMPRPC_WANT_PTR };
+
+/* One conversion of a format: `*` width and precision (each an int argument), what its value is, and
+ * whether the host's parser reads it (it reads nothing for %n, built without it, nor for a conversion
+ * with the ' flag, which it prints as text). `start` and `end` delimit it in the format. */
+typedef struct {
+  const char *start;
+  const char *end;
+  int star_width;
+  int star_precision;
+  int want;
+  int emitted;
+} omprpc_spec_;
+
+static inline int omprpc_in_(char c, const char *set) {
+  for (; *set; ++set)
+    if (*set == c)
+      return 1;
+  return 0;
+}
+
+/* Finds the next conversion at or after `p`; 0 when there is none. */
+static inline int omprpc_next_spec_(const char *p, omprpc_spec_ *spec) {
+  for (; *p; ++p) {
     if (*p != '%')
       continue;
-    ++p;
+    spec->start = p++;
     if (*p == '%')
       continue;
-    int emit = 1;
-    while (*p && strchr("-+ #0'", *p)) {
+    spec->star_width = spec->star_precision = 0;
+    spec->emitted = 1;
+    while (*p && omprpc_in_(*p, "-+ #0'")) {
       if (*p == '\'')
-        emit = 0;
+        spec->emitted = 0;
       ++p;
     }
     if (*p == '*') {
-      int v = va_arg(ap, int);
-      if (emit)
-        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+      spec->star_width = 1;
       ++p;
     } else {
       while (*p >= '0' && *p <= '9')
@@ -422,9 +825,7 @@ static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *arg
     if (*p == '.') {
       ++p;
       if (*p == '*') {
-        int v = va_arg(ap, int);
-        if (emit)
-          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+        spec->star_precision = 1;
         ++p;
       } else {
         while (*p >= '0' && *p <= '9')
@@ -444,201 +845,426 @@ static inline size_t omprpc_pack_args_(const char *format, va_list ap, char *arg
       else
         break;
     }
+    if (!*p)
+      return 0;
+    spec->end = p + 1;
     switch (*p) {
-    case 'd': case 'i': case 'o': case 'u': case 'x': case 'X': case 'c': case 'b': case 'B':
-      if (longs == 0 || *p == 'c') {
-        int v = va_arg(ap, int);
-        if (emit)
-          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
-      } else {
-        long long v = va_arg(ap, long long);
-        if (emit)
-          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
-      }
+    case 'd': case 'i': case 'o': case 'u': case 'x': case 'X': case 'b': case 'B':
+      spec->want = longs ? OMPRPC_WANT_LONG : OMPRPC_WANT_INT;
+      break;
+    case 'c':
+      spec->want = OMPRPC_WANT_INT;
       break;
     case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
-      if (big) {
-        long double v = va_arg(ap, long double);
-        if (emit)
-          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
-      } else {
-        double v = va_arg(ap, double);
-        if (emit)
-          used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
-      }
+      spec->want = big ? OMPRPC_WANT_LDOUBLE : OMPRPC_WANT_DOUBLE;
       break;
-    case 's': case 'p': {
-      void *v = va_arg(ap, void *);
-      if (emit)
-        used = omprpc_put_arg_(args, used, capacity, &v, sizeof v);
+    case 's': case 'p': case 'n':
+      spec->want = OMPRPC_WANT_PTR;
+      if (*p == 'n')
+        spec->emitted = 0;
+      break;
+    default: /* unknown: text on the host, no argument */
+      spec->want = OMPRPC_WANT_NONE;
       break;
     }
-    case 'n':
-      (void)va_arg(ap, void *);
+    return 1;
+  }
+  return 0;
+}
+
+static inline long long omprpc_as_long_(omprpc_arg a) {
+  switch (a.kind) {
+  case OMPRPC_ARG_DOUBLE:
+    return (long long)a.v.d;
+#if !OMPRPC_GPU_
+  case OMPRPC_ARG_LDOUBLE:
+    return (long long)a.v.ld;
+#endif
+  default:
+    return a.v.i;
+  }
+}
+
+static inline double omprpc_as_double_(omprpc_arg a) {
+  switch (a.kind) {
+  case OMPRPC_ARG_DOUBLE:
+    return a.v.d;
+  case OMPRPC_ARG_INT:
+    return (double)a.v.i;
+  case OMPRPC_ARG_UINT:
+    return (double)a.v.u;
+#if !OMPRPC_GPU_
+  case OMPRPC_ARG_LDOUBLE:
+    return (double)a.v.ld;
+#endif
+  default:
+    return 0.0;
+  }
+}
+
+/* Writes `d` as an x87 80-bit extended value (16 bytes, little-endian), as the host's long double, for
+ * code that has no long double of its own. */
+static inline void omprpc_x87_from_double_(double d, unsigned char out[16]) {
+  uint64_t bits;
+  omprpc_copy_(&bits, &d, 8);
+  uint64_t sign = bits >> 63, exponent = (bits >> 52) & 0x7ff, fraction = bits & (((uint64_t)1 << 52) - 1);
+  uint64_t mantissa;
+  uint32_t biased;
+  if (exponent == 0 && fraction == 0) {
+    mantissa = 0;
+    biased = 0;
+  } else if (exponent == 0x7ff) {
+    mantissa = ((uint64_t)1 << 63) | (fraction << 11);
+    biased = 0x7fff;
+  } else if (exponent == 0) { /* subnormal double: normal in x87 */
+    int shift = __builtin_clzll(fraction);
+    mantissa = fraction << shift;
+    biased = (uint32_t)(16383 - 1022 - (shift - 11));
+  } else {
+    mantissa = ((uint64_t)1 << 63) | (fraction << 11);
+    biased = (uint32_t)(exponent - 1023 + 16383);
+  }
+  uint16_t top = (uint16_t)((sign << 15) | biased);
+  for (int i = 0; i < 16; ++i)
+    out[i] = 0;
+  omprpc_copy_(out, &mantissa, 8);
+  omprpc_copy_(out + 8, &top, 2);
+}
+
+/* Appends one value of `size` bytes at its natural alignment; returns the bytes needed so far. */
+static inline uint64_t omprpc_put_(char *buffer, uint64_t used, uint64_t capacity, const void *value, uint64_t size) {
+  uint64_t at = (used + size - 1) / size * size;
+  if (at + size <= capacity)
+    omprpc_copy_(buffer + at, value, size);
+  return at + size;
+}
+
+/* Packs `args` (count of them) for `format` as the host reads them; returns the bytes needed (may
+ * exceed `capacity`, in which case the caller packs again into a bigger buffer). */
+static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, uint32_t count, char *buffer,
+                                    uint64_t capacity) {
+  omprpc_spec_ spec;
+  uint64_t used = 0;
+  uint32_t next = 0;
+  const omprpc_arg none = omprpc_arg_i_(0);
+  for (const char *p = format; omprpc_next_spec_(p, &spec); p = spec.end) {
+    for (int star = 0; star < spec.star_width + spec.star_precision; ++star) {
+      int v = (int)omprpc_as_long_(next < count ? args[next] : none);
+      ++next;
+      if (spec.emitted)
+        used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
+    }
+    if (spec.want == OMPRPC_WANT_NONE)
+      continue;
+    omprpc_arg a = next < count ? args[next] : none;
+    ++next;
+    if (!spec.emitted)
+      continue;
+    switch (spec.want) {
+    case OMPRPC_WANT_INT: {
+      int v = (int)omprpc_as_long_(a);
+      used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
       break;
-    case '\0':
-      return used;
-    default: /* unknown: text on the host, no argument in C either */
+    }
+    case OMPRPC_WANT_LONG: {
+      long long v = omprpc_as_long_(a);
+      used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
       break;
+    }
+    case OMPRPC_WANT_DOUBLE: {
+      double v = omprpc_as_double_(a);
+      used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
+      break;
+    }
+    case OMPRPC_WANT_LDOUBLE: {
+      unsigned char v[16];
+#if !OMPRPC_GPU_
+      long double ld = a.kind == OMPRPC_ARG_LDOUBLE ? a.v.ld : (long double)omprpc_as_double_(a);
+      for (int i = 0; i < 16; ++i)
+        v[i] = 0;
+      omprpc_copy_(v, &ld, 10);
+#else
+      omprpc_x87_from_double_(omprpc_as_double_(a), v);
+#endif
+      used = omprpc_put_(buffer, used, capacity, v, 16);
+      break;
+    }
+    default: {
+      const void *v = a.kind == OMPRPC_ARG_PTR ? a.v.p : (const void *)(uintptr_t)a.v.u;
+      used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
+      break;
+    }
     }
   }
   return used;
 }
 
-static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap) {
+#if !OMPRPC_GPU_
+/* Without a server, on the host: print each conversion with the host's own printf. */
+static inline int omprpc_host_printf_(FILE *stream, const char *format, const omprpc_arg *args, uint32_t count) {
+  omprpc_spec_ spec;
+  int total = 0;
+  uint32_t next = 0;
+  const omprpc_arg none = omprpc_arg_i_(0);
+  const char *p = format;
+  while (omprpc_next_spec_(p, &spec)) {
+    for (const char *q = p; q < spec.start; ++q)
+      if (*q == '%' && q[1] == '%')
+        fputc('%', stream), ++q, ++total;
+      else
+        fputc(*q, stream), ++total;
+    char one[64];
+    size_t len = (size_t)(spec.end - spec.start);
+    if (len >= sizeof one)
+      return -1;
+    memcpy(one, spec.start, len);
+    one[len] = 0;
+    int stars[2] = {0, 0};
+    for (int star = 0; star < spec.star_width + spec.star_precision; ++star)
+      stars[star] = (int)omprpc_as_long_(next < count ? args[next++] : none);
+    omprpc_arg a = spec.want == OMPRPC_WANT_NONE ? none : next < count ? args[next++] : none;
+    int n = 0, nstars = spec.star_width + spec.star_precision;
+#define OMPRPC_PRINT_ONE_(value)                                                                          \
+  (nstars == 2   ? fprintf(stream, one, stars[0], stars[1], value)                                        \
+   : nstars == 1 ? fprintf(stream, one, stars[0], value)                                                  \
+                 : fprintf(stream, one, value))
+    switch (spec.want) {
+    case OMPRPC_WANT_INT:
+      n = OMPRPC_PRINT_ONE_((int)omprpc_as_long_(a));
+      break;
+    case OMPRPC_WANT_LONG:
+      n = OMPRPC_PRINT_ONE_(omprpc_as_long_(a));
+      break;
+    case OMPRPC_WANT_DOUBLE:
+      n = OMPRPC_PRINT_ONE_(omprpc_as_double_(a));
+      break;
+    case OMPRPC_WANT_LDOUBLE:
+      n = OMPRPC_PRINT_ONE_(a.kind == OMPRPC_ARG_LDOUBLE ? a.v.ld : (long double)omprpc_as_double_(a));
+      break;
+    case OMPRPC_WANT_PTR:
+      n = spec.emitted || spec.end[-1] != 'n' ? OMPRPC_PRINT_ONE_(a.v.p) : 0;
+      break;
+    default:
+      n = fputs(one, stream) < 0 ? -1 : (int)len;
+      break;
+    }
+#undef OMPRPC_PRINT_ONE_
+    if (n < 0)
+      return -1;
+    total += n;
+    p = spec.end;
+  }
+  for (; *p; ++p) {
+    if (*p == '%' && p[1] == '%')
+      ++p;
+    fputc(*p, stream);
+    ++total;
+  }
+  return total;
+}
+#endif
+
+/* printf to `f` of `args[0]` (the format) with `args[1..count)`. */
+static inline int omprpc_format_args_(omprpc_file *f, const omprpc_arg *args, uint32_t count) {
+  const char *format = (const char *)args[0].v.p;
+  ++args;
+  --count;
   if (!omprpc_writable_(f))
     return -1;
+#if !OMPRPC_GPU_
   if (!omprpc_rpc_active())
-    return vfprintf(omprpc_host_stream_(f), format, ap);
+    return omprpc_host_printf_(omprpc_host_stream_(f), format, args, count);
   char small[256];
-  va_list count_ap;
-  va_copy(count_ap, ap);
-  size_t need = omprpc_pack_args_(format, count_ap, small, sizeof small);
-  va_end(count_ap);
-  char *args = small;
+#else
+  if (!omprpc_rpc_active())
+    return -1;
+  char small[128]; /* GPU stacks are small */
+#endif
+  uint64_t need = omprpc_pack_(format, args, count, small, sizeof small);
+  char *packed = small;
   if (need > sizeof small) {
-    args = (char *)malloc(need);
-    if (!args)
+    packed = (char *)omprpc_malloc(need);
+    if (!packed)
       return -1;
-    va_list again;
-    va_copy(again, ap);
-    omprpc_pack_args_(format, again, args, need);
-    va_end(again);
+    omprpc_pack_(format, args, count, packed, need);
   }
   uint16_t op = f == OMPRPC_STDOUT   ? OMPRPC_OP_PRINTF_TO_STDOUT
                 : f == OMPRPC_STDERR ? OMPRPC_OP_PRINTF_TO_STDERR
                                      : OMPRPC_OP_PRINTF_TO_STREAM;
   omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
+  omprpc_zero_(&packet);
   omprpc_client_port port = omprpc_open(op);
   if (op == OMPRPC_OP_PRINTF_TO_STREAM) {
     packet.data[0] = (uintptr_t)f;
     omprpc_send(&port, &packet);
   }
-  omprpc_send_n(&port, format, strlen(format) + 1);
+  omprpc_send_n(&port, format, omprpc_strlen_(format) + 1);
   omprpc_recv(&port, &packet);
   uint64_t args_size = packet.data[0];
-  omprpc_send_n(&port, args, args_size < need ? args_size : need);
+  omprpc_send_n(&port, packed, args_size < need ? args_size : need);
   int result;
   for (;;) {
     omprpc_recv(&port, &packet);
     result = (int)(uint32_t)packet.data[0];
     const char *str = (const char *)(uintptr_t)packet.data[1];
-    if (!str)
+    /* The host asks each lane for the strings of its %s conversions, until no lane has one left. */
+    if (!omprpc_ballot_(port.mask, str != 0))
       break;
-    omprpc_send_n(&port, str, strlen(str) + 1);
+    omprpc_send_n(&port, str, str ? omprpc_strlen_(str) + 1 : 0);
   }
   omprpc_close(&port);
+  if (packed != small)
+    omprpc_free(packed);
+  return result;
+}
+
+#if !OMPRPC_GPU_
+/* printf with a va_list, for code that only runs on the host device. */
+static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap) {
+  uint32_t count = 1;
+  omprpc_spec_ spec;
+  for (const char *p = format; omprpc_next_spec_(p, &spec); p = spec.end)
+    count += (uint32_t)(spec.star_width + spec.star_precision + (spec.want != OMPRPC_WANT_NONE));
+  omprpc_arg small[32];
+  omprpc_arg *args = count <= 32 ? small : (omprpc_arg *)malloc(count * sizeof *args);
+  if (!args)
+    return -1;
+  args[0] = omprpc_arg_p_(format);
+  uint32_t n = 1;
+  for (const char *p = format; omprpc_next_spec_(p, &spec); p = spec.end) {
+    for (int star = 0; star < spec.star_width + spec.star_precision; ++star)
+      args[n++] = omprpc_arg_i_(va_arg(ap, int));
+    switch (spec.want) {
+    case OMPRPC_WANT_INT:
+      args[n++] = omprpc_arg_i_(va_arg(ap, int));
+      break;
+    case OMPRPC_WANT_LONG:
+      args[n++] = omprpc_arg_i_(va_arg(ap, long long));
+      break;
+    case OMPRPC_WANT_DOUBLE:
+      args[n++] = omprpc_arg_d_(va_arg(ap, double));
+      break;
+    case OMPRPC_WANT_LDOUBLE:
+      args[n++] = omprpc_arg_ld_(va_arg(ap, long double));
+      break;
+    case OMPRPC_WANT_PTR:
+      args[n++] = omprpc_arg_p_(va_arg(ap, void *));
+      break;
+    default:
+      break;
+    }
+  }
+  int result = omprpc_format_args_(f, args, n);
   if (args != small)
     free(args);
   return result;
 }
-
-static inline int omprpc_fprintf(omprpc_file *f, const char *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  int n = omprpc_vfprintf(f, format, ap);
-  va_end(ap);
-  return n;
-}
-
-static inline int omprpc_printf(const char *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  int n = omprpc_vfprintf(OMPRPC_STDOUT, format, ap);
-  va_end(ap);
-  return n;
-}
-
-/* ---- Memory, exit, abort ---------------------------------------------------------------------- */
-
-static inline void *omprpc_malloc(size_t size) {
-  if (!omprpc_rpc_active())
-    return malloc(size);
-  return (void *)(uintptr_t)omprpc_simple_(OMPRPC_OP_MALLOC, size, 0, 0);
-}
-
-static inline void omprpc_free(void *ptr) {
-  if (!omprpc_rpc_active()) {
-    free(ptr);
-    return;
-  }
-  omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
-  packet.data[0] = (uintptr_t)ptr;
-  omprpc_client_port port = omprpc_open(OMPRPC_OP_FREE);
-  omprpc_send(&port, &packet);
-  omprpc_close(&port);
-}
-
-/* Ends the host process with `status` once the host has flushed what the device wrote. */
-static inline void omprpc_exit(int status) {
-  if (!omprpc_rpc_active())
-    exit(status);
-  omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
-  omprpc_client_port port = omprpc_open(OMPRPC_OP_EXIT);
-  omprpc_send(&port, &packet); /* make sure the host listens */
-  omprpc_recv(&port, &packet);
-  packet.data[0] = (uint32_t)status;
-  omprpc_send(&port, &packet);
-  omprpc_close(&port);
-  for (uint32_t spins = 0;;)
-    omprpc_pause_(&spins); /* the host ends the process */
-}
-
-/* Aborts the host process, saying so on stderr and flushing what was written first. */
-static inline void omprpc_abort(void) {
-  static const char message[] = "omprpc: abort() called on the device\n";
-  if (!omprpc_rpc_active())
-    abort();
-  omprpc_write_(OMPRPC_STDERR, message, sizeof message - 1, OMPRPC_OP_WRITE_TO_STDERR);
-  omprpc_simple_(OMPRPC_OP_FFLUSH, 0, 0, 0); /* stream 0 is fflush(NULL): every host stream */
-  omprpc_packet packet;
-  memset(&packet, 0, sizeof packet);
-  omprpc_client_port port = omprpc_open(OMPRPC_OP_ABORT);
-  omprpc_send(&port, &packet);
-  omprpc_recv(&port, &packet);
-  omprpc_send(&port, &packet);
-  omprpc_close(&port);
-  for (uint32_t spins = 0;;)
-    omprpc_pause_(&spins);
-}
-
-/* ---- User host calls -------------------------------------------------------------------------- */
-
-/* Calls the host handler of user opcode `opcode` (0x8000 or above) with one packet, which the
- * handler's reply overwrites. The handler receives one packet and sends one back. Without a server
- * (omprpc_rpc_active() == 0) the reply is all zeros. */
-static inline void omprpc_call(uint16_t opcode, omprpc_packet *packet) {
-  if (!omprpc_rpc_active()) { /* no host handler can be reached: the reply is all zeros */
-    memset(packet, 0, sizeof *packet);
-    return;
-  }
-  omprpc_client_port port = omprpc_open(opcode);
-  omprpc_send(&port, packet);
-  omprpc_recv(&port, packet);
-  omprpc_close(&port);
-}
-
-/* Calls the host handler of `opcode` with `in_size` bytes; the handler's byte reply is copied to
- * `out` (at most `out_capacity` bytes kept). Returns the size of the reply. The handler receives
- * with omprpc_port_recv_n and replies with omprpc_port_send_n. */
-static inline uint64_t omprpc_call_bytes(uint16_t opcode, const void *in, uint64_t in_size, void *out,
-                                         uint64_t out_capacity) {
-  if (!omprpc_rpc_active()) /* no host handler can be reached: an empty reply */
-    return 0;
-  omprpc_client_port port = omprpc_open(opcode);
-  omprpc_send_n(&port, in, in_size);
-  uint64_t size = omprpc_recv_n(&port, out, out_capacity);
-  omprpc_close(&port);
-  return size;
-}
+#endif
 
 #pragma omp end declare target
 
 #ifdef __cplusplus
-}
+} /* extern "C" */
 #endif
+
+/* printf and fprintf: C records each argument's type with _Generic, C++ with overloads. */
+#ifndef __cplusplus
+
+#if OMPRPC_GPU_
+#define OMPRPC_LDOUBLE_ARG_
+#else
+#define OMPRPC_LDOUBLE_ARG_ long double : omprpc_arg_ld_,
+#endif
+#define OMPRPC_ARG_(x)                                                                                    \
+  _Generic((x), _Bool: omprpc_arg_i_, char: omprpc_arg_i_, signed char: omprpc_arg_i_,                   \
+           unsigned char: omprpc_arg_u_, short: omprpc_arg_i_, unsigned short: omprpc_arg_u_,            \
+           int: omprpc_arg_i_, unsigned int: omprpc_arg_u_, long: omprpc_arg_i_,                          \
+           unsigned long: omprpc_arg_u_, long long: omprpc_arg_i_, unsigned long long: omprpc_arg_u_,     \
+           float: omprpc_arg_d_, double: omprpc_arg_d_, OMPRPC_LDOUBLE_ARG_ default: omprpc_arg_p_)(x)
+
+/* Argument counting and mapping for up to 32 arguments (the format included). */
+#define OMPRPC_COUNT_(...)                                                                                \
+  OMPRPC_COUNT_N_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, \
+                  13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define OMPRPC_COUNT_N_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, \
+                        a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, n, ...)             \
+  n
+#define OMPRPC_CAT_(a, b) OMPRPC_CAT2_(a, b)
+#define OMPRPC_CAT2_(a, b) a##b
+#define OMPRPC_MAP_(...) OMPRPC_CAT_(OMPRPC_MAP_, OMPRPC_COUNT_(__VA_ARGS__))(__VA_ARGS__)
+#define OMPRPC_MAP_1(a) OMPRPC_ARG_(a)
+#define OMPRPC_MAP_2(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_1(__VA_ARGS__)
+#define OMPRPC_MAP_3(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_2(__VA_ARGS__)
+#define OMPRPC_MAP_4(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_3(__VA_ARGS__)
+#define OMPRPC_MAP_5(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_4(__VA_ARGS__)
+#define OMPRPC_MAP_6(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_5(__VA_ARGS__)
+#define OMPRPC_MAP_7(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_6(__VA_ARGS__)
+#define OMPRPC_MAP_8(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_7(__VA_ARGS__)
+#define OMPRPC_MAP_9(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_8(__VA_ARGS__)
+#define OMPRPC_MAP_10(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_9(__VA_ARGS__)
+#define OMPRPC_MAP_11(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_10(__VA_ARGS__)
+#define OMPRPC_MAP_12(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_11(__VA_ARGS__)
+#define OMPRPC_MAP_13(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_12(__VA_ARGS__)
+#define OMPRPC_MAP_14(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_13(__VA_ARGS__)
+#define OMPRPC_MAP_15(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_14(__VA_ARGS__)
+#define OMPRPC_MAP_16(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_15(__VA_ARGS__)
+#define OMPRPC_MAP_17(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_16(__VA_ARGS__)
+#define OMPRPC_MAP_18(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_17(__VA_ARGS__)
+#define OMPRPC_MAP_19(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_18(__VA_ARGS__)
+#define OMPRPC_MAP_20(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_19(__VA_ARGS__)
+#define OMPRPC_MAP_21(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_20(__VA_ARGS__)
+#define OMPRPC_MAP_22(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_21(__VA_ARGS__)
+#define OMPRPC_MAP_23(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_22(__VA_ARGS__)
+#define OMPRPC_MAP_24(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_23(__VA_ARGS__)
+#define OMPRPC_MAP_25(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_24(__VA_ARGS__)
+#define OMPRPC_MAP_26(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_25(__VA_ARGS__)
+#define OMPRPC_MAP_27(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_26(__VA_ARGS__)
+#define OMPRPC_MAP_28(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_27(__VA_ARGS__)
+#define OMPRPC_MAP_29(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_28(__VA_ARGS__)
+#define OMPRPC_MAP_30(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_29(__VA_ARGS__)
+#define OMPRPC_MAP_31(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_30(__VA_ARGS__)
+#define OMPRPC_MAP_32(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_31(__VA_ARGS__)
+
+#define OMPRPC_FORMAT_(stream, ...)                                                                       \
+  omprpc_format_args_((stream), (const omprpc_arg[]){OMPRPC_MAP_(__VA_ARGS__)},                          \
+                      (uint32_t)OMPRPC_COUNT_(__VA_ARGS__))
+
+/* omprpc_printf(format, ...) and omprpc_fprintf(stream, format, ...): at most 31 arguments. */
+#define omprpc_printf(...) OMPRPC_FORMAT_(OMPRPC_STDOUT, __VA_ARGS__)
+#define omprpc_fprintf(stream, ...) OMPRPC_FORMAT_(stream, __VA_ARGS__)
+
+#else /* C++ */
+
+#pragma omp begin declare target
+static inline omprpc_arg omprpc_make_arg(bool v) { return omprpc_arg_i_(v); }
+static inline omprpc_arg omprpc_make_arg(char v) { return omprpc_arg_i_(v); }
+static inline omprpc_arg omprpc_make_arg(signed char v) { return omprpc_arg_i_(v); }
+static inline omprpc_arg omprpc_make_arg(unsigned char v) { return omprpc_arg_u_(v); }
+static inline omprpc_arg omprpc_make_arg(short v) { return omprpc_arg_i_(v); }
+static inline omprpc_arg omprpc_make_arg(unsigned short v) { return omprpc_arg_u_(v); }
+static inline omprpc_arg omprpc_make_arg(int v) { return omprpc_arg_i_(v); }
+static inline omprpc_arg omprpc_make_arg(unsigned v) { return omprpc_arg_u_(v); }
+static inline omprpc_arg omprpc_make_arg(long v) { return omprpc_arg_i_(v); }
+static inline omprpc_arg omprpc_make_arg(unsigned long v) { return omprpc_arg_u_(v); }
+static inline omprpc_arg omprpc_make_arg(long long v) { return omprpc_arg_i_(v); }
+static inline omprpc_arg omprpc_make_arg(unsigned long long v) { return omprpc_arg_u_(v); }
+static inline omprpc_arg omprpc_make_arg(float v) { return omprpc_arg_d_(v); }
+static inline omprpc_arg omprpc_make_arg(double v) { return omprpc_arg_d_(v); }
+#if !OMPRPC_GPU_
+static inline omprpc_arg omprpc_make_arg(long double v) { return omprpc_arg_ld_(v); }
+#endif
+template <typename T> static inline omprpc_arg omprpc_make_arg(T *v) { return omprpc_arg_p_((const void *)v); }
+
+/* omprpc_printf(format, ...) and omprpc_fprintf(stream, format, ...). */
+template <typename... A> static inline int omprpc_fprintf(omprpc_file *stream, const char *format, A... args) {
+  const omprpc_arg list[] = {omprpc_arg_p_(format), omprpc_make_arg(args)...};
+  return omprpc_format_args_(stream, list, (uint32_t)(1 + sizeof...(A)));
+}
+template <typename... A> static inline int omprpc_printf(const char *format, A... args) {
+  return omprpc_fprintf(OMPRPC_STDOUT, format, args...);
+}
+#pragma omp end declare target
+
+#endif /* __cplusplus */
 
 #endif /* OMPRPC_DEVICE_H */

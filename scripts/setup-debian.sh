@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what building and testing omprpc needs on Debian 12 (bookworm): clang-16 and libomptarget 16
-# (the runtime the plugin plugs into), LLVM 19's libc RPC server, and binutils. Run as root or with sudo.
-# The Rust toolchain (1.88 or newer) must already be installed, e.g. with rustup.
+# (the runtime the plugin plugs into), LLVM 19's libc RPC server, and binutils; then the GPU toolchains
+# that the tests build NVPTX and AMDGPU images with (scripts/setup-gpu-toolchains.sh). Run as root or
+# with sudo. The Rust toolchain (1.88 or newer) must already be installed, e.g. with rustup.
 set -eu
 
 packages="clang-16 clang-tools-16 libomp-16-dev libllvmlibc-19-dev binutils"
@@ -22,3 +23,5 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "omprpc setup: cargo is not installed; install Rust 1.88 or newer (https://rustup.rs) and retry" >&2
   exit 1
 fi
+
+sh "$(dirname "$0")/setup-gpu-toolchains.sh"

@@ -176,3 +176,47 @@ fn two_images_on_one_device_share_the_client() {
     assert!(stdout.contains("library image served over RPC: 1\n"), "{stdout}");
     assert_eq!(stdout.lines().count(), 2002, "no garbled lines: {stdout}");
 }
+
+/// The device header's warp code (leader election, one packet per lane, byte strings and printf
+/// strings of different lengths per lane) run on the host: the threads of a parallel region play the
+/// 32 or 64 lanes of a warp, against a host device whose server has as many lanes.
+#[test]
+fn a_simulated_warp_runs_the_gpu_client_code_through_the_plugin() {
+    let words = [
+        "",
+        "a",
+        "word",
+        "a string of more than fifty-six bytes, which needs a second packet to travel",
+        "a string of more than one hundred and twenty bytes, which needs three packets to travel from the \
+         device to the host, and then some more",
+    ];
+    for lanes in [32usize, 64] {
+        let define = format!("-DOMPRPC_SIMULATED_LANES={lanes}");
+        let exe = support::build_program_with("rpc_simulated_warp.c", &[&define]);
+        let lanes_text = lanes.to_string();
+        let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_HOST_RPC_LANES", &lanes_text)]);
+        assert!(out.status.success(), "{lanes} lanes: {}\n{}", out.status, out.stderr);
+        check_ours_ran(&out.stderr).unwrap();
+        let mut expected = String::new();
+        let mut results = String::new();
+        for lane in 0..lanes {
+            let line = format!(
+                "lane {lane:2}: {}|{}|{:.3}|{}\n",
+                words[lane % 5],
+                lane * lane,
+                lane as f64 / 8.0,
+                (b'A' + (lane % 26) as u8) as char
+            );
+            results.push_str(&format!(
+                "lane {lane:2}: printed {}, scaled {}, reversed 1, malloc 1\n",
+                line.len(),
+                (lane + 1) * 3 + 1000 * lane
+            ));
+            expected.push_str(&line);
+        }
+        expected.push_str(&format!("lanes {lanes}, rpc 1\n"));
+        expected.push_str(&results);
+        assert_eq!(out.stdout, expected, "{lanes} lanes");
+        assert!(!out.stderr.contains("omprpc error"), "{}", out.stderr);
+    }
+}

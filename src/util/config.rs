@@ -87,6 +87,9 @@ pub struct Config {
     pub shared_memory_bytes: u32,
     /// `LIBOMPTARGET_DEVICE_RTL_DEBUG`: the device runtime's debug flags (device environment).
     pub device_rtl_debug: u32,
+    /// `OMPRPC_HOST_RPC_LANES`: lanes per RPC port on host devices (1, or 32 or 64 to run the device
+    /// header's warp code, built with `OMPRPC_SIMULATED_LANES`, on the host; for testing).
+    pub host_rpc_lanes: u32,
     /// `OMP_NUM_TEAMS`: caps the teams of a launch when set (0 = no cap).
     pub max_teams: u32,
     /// `OMP_TEAMS_THREAD_LIMIT`: caps the threads of a team when set (0 = no cap).
@@ -174,6 +177,17 @@ impl Config {
             shared_memory_bytes: count_setting(&lookup, "LIBOMPTARGET_SHARED_MEMORY_SIZE", 0, 0, u32::MAX as usize)
                 as u32,
             device_rtl_debug: count_setting(&lookup, "LIBOMPTARGET_DEVICE_RTL_DEBUG", 0, 0, u32::MAX as usize) as u32,
+            host_rpc_lanes: match lookup("OMPRPC_HOST_RPC_LANES").as_deref().map(str::trim) {
+                None | Some("1") => 1,
+                Some("32") => 32,
+                Some("64") => 64,
+                Some(other) => {
+                    log::error(format_args!(
+                        "OMPRPC_HOST_RPC_LANES='{other}' is not 1, 32 or 64; using 1"
+                    ));
+                    1
+                }
+            },
             max_teams: optional_count(&lookup, "OMP_NUM_TEAMS", 1, u32::MAX as usize, "no cap").unwrap_or(0) as u32,
             max_team_threads: optional_count(&lookup, "OMP_TEAMS_THREAD_LIMIT", 1, u32::MAX as usize, "no cap")
                 .unwrap_or(0) as u32,

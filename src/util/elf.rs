@@ -142,27 +142,45 @@ impl<'a> Image<'a> {
         self.bytes.get(start..start.checked_add(len)?)
     }
 
-    /// Finds the symbol `name` in the symbol table (`.symtab`), if the image has one and defines it.
-    pub fn symbol(&self, name: &[u8]) -> Option<Symbol> {
-        let symtab = self.sections.iter().find(|s| s.kind == SHT_SYMTAB)?;
-        let strtab = self.sections.get(usize::try_from(symtab.link).ok()?)?;
-        let symbols = self.section_bytes(symtab)?;
-        let strings = self.section_bytes(strtab)?;
-        symbols.chunks_exact(SYM_SIZE).find_map(|sym| {
-            let name_at = usize::try_from(u32_at(sym, 0)?).ok()?;
-            let section = u16_at(sym, 6)?;
-            if section == SHN_UNDEF || section >= SHN_LORESERVE {
-                return None;
-            }
-            let rest = strings.get(name_at..)?;
-            let len = rest.iter().position(|&b| b == 0)?;
-            (rest[..len] == *name).then(|| Symbol {
-                value: u64_at(sym, 8).unwrap_or(0),
-                size: u64_at(sym, 16).unwrap_or(0),
-                kind: sym[4] & 0xf,
-                section,
+    /// Every defined symbol of the symbol table (`.symtab`) with its name; empty when there is none.
+    pub fn symbols(&self) -> Vec<(&'a [u8], Symbol)> {
+        let Some(symtab) = self.sections.iter().find(|s| s.kind == SHT_SYMTAB) else {
+            return Vec::new();
+        };
+        let Some(strtab) = usize::try_from(symtab.link).ok().and_then(|i| self.sections.get(i)) else {
+            return Vec::new();
+        };
+        let (Some(symbols), Some(strings)) = (self.section_bytes(symtab), self.section_bytes(strtab)) else {
+            return Vec::new();
+        };
+        symbols
+            .chunks_exact(SYM_SIZE)
+            .filter_map(|sym| {
+                let name_at = usize::try_from(u32_at(sym, 0)?).ok()?;
+                let section = u16_at(sym, 6)?;
+                if section == SHN_UNDEF || section >= SHN_LORESERVE {
+                    return None;
+                }
+                let rest = strings.get(name_at..)?;
+                let len = rest.iter().position(|&b| b == 0)?;
+                Some((
+                    &rest[..len],
+                    Symbol {
+                        value: u64_at(sym, 8)?,
+                        size: u64_at(sym, 16)?,
+                        kind: sym[4] & 0xf,
+                        section,
+                    },
+                ))
             })
-        })
+            .collect()
+    }
+
+    /// Finds the defined symbol `name` in the symbol table.
+    pub fn symbol(&self, name: &[u8]) -> Option<Symbol> {
+        self.symbols()
+            .into_iter()
+            .find_map(|(n, symbol)| (n == name).then_some(symbol))
     }
 
     /// The initial contents of a defined symbol, as stored in the file (`None` for `.bss`-like

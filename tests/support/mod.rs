@@ -43,6 +43,141 @@ pub fn require_toolchain() {
     );
 }
 
+/// The command that installs the GPU toolchains (rocm-device-libs, lld-16, and ptxas/nvlink/libdevice
+/// from Debian's nvidia-cuda-toolkit, unpacked into target/toolchains).
+pub const GPU_SETUP: &str = "sudo sh scripts/setup-gpu-toolchains.sh (run by scripts/setup-debian.sh)";
+
+/// Where Debian's rocm-device-libs puts the AMDGPU device libraries.
+pub const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+
+/// The minimal CUDA root that clang-16 needs for NVPTX (`--cuda-path`).
+pub fn cuda_root() -> PathBuf {
+    std::env::var_os("OMPRPC_TOOLCHAINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/toolchains"))
+        .join("cuda")
+}
+
+/// Fails the test, naming the set-up command, when the GPU toolchains are missing.
+pub fn require_gpu_toolchains() {
+    require_toolchain();
+    let mut missing = Vec::new();
+    for (path, what) in [
+        (cuda_root().join("bin/ptxas"), "ptxas"),
+        (cuda_root().join("bin/nvlink"), "nvlink"),
+        (cuda_root().join("nvvm/libdevice/libdevice.10.bc"), "libdevice"),
+        (PathBuf::from(ROCM_DEVICE_LIBS), "rocm-device-libs"),
+        (PathBuf::from("/usr/bin/ld.lld-16"), "lld-16"),
+    ] {
+        if !path.exists() {
+            missing.push(format!("{what} ({})", path.display()));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "missing GPU toolchains: {}. Install them with: {GPU_SETUP}",
+        missing.join(", ")
+    );
+}
+
+/// A GPU to build for.
+#[derive(Clone, Copy, Debug)]
+pub enum Gpu {
+    /// NVIDIA, `sm_XY`.
+    Nvptx(&'static str),
+    /// AMD, `gfxNNN`.
+    Amdgcn(&'static str),
+}
+
+impl Gpu {
+    /// The offload triple.
+    pub fn triple(self) -> &'static str {
+        match self {
+            Gpu::Nvptx(_) => "nvptx64-nvidia-cuda",
+            Gpu::Amdgcn(_) => "amdgcn-amd-amdhsa",
+        }
+    }
+
+    /// The architecture.
+    pub fn arch(self) -> &'static str {
+        match self {
+            Gpu::Nvptx(arch) | Gpu::Amdgcn(arch) => arch,
+        }
+    }
+
+    /// clang-16's flags for an OpenMP build offloading to this GPU.
+    pub fn flags(self) -> Vec<String> {
+        let mut flags = vec![
+            "-fopenmp".to_string(),
+            format!("-fopenmp-targets={}", self.triple()),
+            format!("-Xopenmp-target={}", self.triple()),
+            format!("-march={}", self.arch()),
+        ];
+        match self {
+            Gpu::Nvptx(_) => {
+                flags.push(format!("--cuda-path={}", cuda_root().display()));
+                // clang-16 knows CUDA 11.8 only "partially"; it works, and says so.
+                flags.push("-Wno-unknown-cuda-version".into());
+            }
+            Gpu::Amdgcn(_) => flags.push(format!("--rocm-device-lib-path={ROCM_DEVICE_LIBS}")),
+        }
+        flags
+    }
+}
+
+/// Builds `c_tests/<file>` for `gpu` with `-Wall -Werror` and returns the executable.
+pub fn build_gpu_program(file: &str, gpu: Gpu) -> PathBuf {
+    require_gpu_toolchains();
+    let src = root().join("c_tests").join(file);
+    let stem = Path::new(file).file_stem().unwrap().to_str().unwrap();
+    let dir = scratch().join("gpu");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(format!("{stem}-{}", gpu.arch()));
+    let cxx = file.ends_with(".cpp");
+    let mut cmd = Command::new(if cxx { "clang++-16" } else { "clang-16" });
+    cmd.args(gpu.flags())
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg("-I")
+        .arg(root().join("c_tests"))
+        .arg("-I")
+        .arg(root().join("include"));
+    if cxx {
+        cmd.arg("-std=c++17");
+    }
+    let path = format!(
+        "{}:{}",
+        cuda_root().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("PATH", path).arg(&src).arg("-o").arg(&exe);
+    let out = cmd.output().expect("running clang-16");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "building {file} for {gpu:?} failed:\n{stderr}");
+    exe
+}
+
+/// The device image that `exe` carries for `gpu`, as libomptarget hands it to a plugin.
+pub fn extract_image(exe: &Path, gpu: Gpu) -> Vec<u8> {
+    let out = exe.with_extension(format!("{}.image", gpu.arch()));
+    let _ = std::fs::remove_file(&out);
+    let status = Command::new("clang-offload-packager-16")
+        .arg(exe)
+        .arg(format!(
+            "--image=file={},triple={},arch={}",
+            out.display(),
+            gpu.triple(),
+            gpu.arch()
+        ))
+        .status()
+        .expect("clang-offload-packager-16 (package clang-16)");
+    assert!(
+        status.success() && out.exists(),
+        "no {gpu:?} image in {}",
+        exe.display()
+    );
+    std::fs::read(out).unwrap()
+}
+
 /// Scratch space for the tests, inside the target directory.
 pub fn scratch() -> PathBuf {
     let dir = profile_dir().join("omprpc-tests");
@@ -114,12 +249,18 @@ pub fn host_plugin_dir() -> PathBuf {
 /// Builds `c_tests/<file>` (or `<file>` relative to the repository when it names a directory) once per
 /// test process and returns the executable.
 pub fn build_program(file: &str) -> PathBuf {
-    require_toolchain();
-    static BUILT: PathCache = OnceLock::new();
-    once_per_process(&BUILT, file, || compile_program(file))
+    build_program_with(file, &[])
 }
 
-fn compile_program(file: &str) -> PathBuf {
+/// [`build_program`] with extra compiler flags (e.g. `-DNAME=VALUE`).
+pub fn build_program_with(file: &str, flags: &[&str]) -> PathBuf {
+    require_toolchain();
+    static BUILT: PathCache = OnceLock::new();
+    let key = format!("{file} {}", flags.join(" "));
+    once_per_process(&BUILT, &key, || compile_program(file, flags))
+}
+
+fn compile_program(file: &str, flags: &[&str]) -> PathBuf {
     let src = if file.contains('/') {
         root().join(file)
     } else {
@@ -129,7 +270,15 @@ fn compile_program(file: &str) -> PathBuf {
     let cxx = file.ends_with(".cpp");
     let out_dir = scratch().join("bin");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let exe = out_dir.join(stem);
+    let suffix: String = flags
+        .iter()
+        .flat_map(|f| f.chars().filter(|c| c.is_ascii_alphanumeric()))
+        .collect();
+    let exe = out_dir.join(if suffix.is_empty() {
+        stem.to_string()
+    } else {
+        format!("{stem}-{suffix}")
+    });
     let mut cmd = Command::new(if cxx { "clang++-16" } else { "clang-16" });
     cmd.args([
         "-fopenmp",
@@ -145,6 +294,7 @@ fn compile_program(file: &str) -> PathBuf {
         .arg(root().join("c_tests"))
         .arg("-I")
         .arg(root().join("include"));
+    cmd.args(flags);
     cmd.arg(&src).arg("-o").arg(&exe);
     let out = cmd.output().expect("running clang-16");
     assert!(

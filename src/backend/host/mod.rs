@@ -18,14 +18,18 @@ pub struct HostBackend {
     devices: usize,
     /// Stack of the threads that run queued (`nowait`) kernels.
     kernel_stack_bytes: usize,
+    /// Lanes per RPC port: 1, or a simulated warp's 32 or 64 for testing the GPU client on the host.
+    rpc_lanes: u32,
 }
 
 impl HostBackend {
-    /// A backend with `devices` host devices whose queued kernels run on stacks of `kernel_stack_bytes`.
-    pub fn new(devices: usize, kernel_stack_bytes: usize) -> HostBackend {
+    /// A backend with `devices` host devices whose queued kernels run on stacks of `kernel_stack_bytes`
+    /// and whose RPC ports have `rpc_lanes` lanes.
+    pub fn new(devices: usize, kernel_stack_bytes: usize, rpc_lanes: u32) -> HostBackend {
         HostBackend {
             devices,
             kernel_stack_bytes,
+            rpc_lanes,
         }
     }
 }
@@ -87,7 +91,7 @@ impl Backend for HostBackend {
         // Like the stock plugin: a kernel is one call on one thread, which starts OpenMP's teams and
         // threads itself through libomp.
         Ok(DeviceLimits {
-            lane_size: 1,
+            lane_size: self.rpc_lanes,
             max_threads: 1,
             max_teams: 1,
             default_threads: 1,

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Installs what building GPU OpenMP programs with clang-16 needs, so that omprpc's tests can build real
+# NVPTX and AMDGPU images on a machine without a GPU:
+#   * AMDGPU: Debian's rocm-device-libs and lld-16 (apt, bookworm main);
+#   * NVPTX: ptxas, nvlink and libdevice from Debian's non-free nvidia-cuda-toolkit 11.8, downloaded with
+#     a private apt configuration (the system's sources are not changed) and unpacked, not installed,
+#     into a minimal CUDA root: $OMPRPC_TOOLCHAINS/cuda (default target/toolchains/cuda), for
+#     `clang-16 --cuda-path=...`.
+# Run as root or with sudo (for apt-get install). Downloads about 85 MB once.
+set -eu
+cd "$(dirname "$0")/.."
+cache=${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}
+
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+missing=""
+for p in rocm-device-libs lld-16; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "omprpc setup: installing$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+cuda="$cache/cuda"
+if [ ! -x "$cuda/bin/ptxas" ] || [ ! -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
+  echo "omprpc setup: fetching Debian's nvidia-cuda-toolkit (non-free) for ptxas, nvlink and libdevice"
+  apt="$cache/apt"
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$cache/debs"
+  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  cat > "$apt/sources.list" <<SOURCES
+deb [signed-by=$keyring] http://deb.debian.org/debian bookworm contrib non-free
+deb [signed-by=$keyring] http://deb.debian.org/debian bookworm-updates contrib non-free
+SOURCES
+  set -- -o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root
+  apt-get "$@" update -qq
+  (cd "$cache/debs" && apt-get "$@" download nvidia-cuda-toolkit libcuda1 >/dev/null)
+  rm -rf "$cache/cuda-deb" "$cuda.tmp"
+  dpkg-deb -x "$(ls "$cache"/debs/nvidia-cuda-toolkit_*.deb | head -1)" "$cache/cuda-deb"
+  mkdir -p "$cuda.tmp/bin" "$cuda.tmp/nvvm/libdevice" "$cuda.tmp/include"
+  cp "$cache/cuda-deb/usr/bin/ptxas" "$cache/cuda-deb/usr/bin/nvlink" "$cuda.tmp/bin/"
+  cp "$cache/cuda-deb/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc" "$cuda.tmp/nvvm/libdevice/"
+  # clang reads the CUDA version from cuda.h; the toolkit's own header is in another 700 MB package.
+  echo '#define CUDA_VERSION 11080' > "$cuda.tmp/include/cuda.h"
+  rm -rf "$cache/cuda-deb" "$cuda"
+  mv "$cuda.tmp" "$cuda"
+fi

@@ -1,0 +1,227 @@
+//! The device-side client compiled for GPUs by clang-16: full OpenMP programs for NVIDIA (sm_70, sm_80,
+//! sm_90) and AMD (gfx90a, wavefront 64; gfx1030, wavefront 32) link, their device images carry what
+//! the plugin looks for, the NVPTX code uses system-scope atomics, fences and warp primitives, and the
+//! host plugin turns the GPU images down without a word. Running them needs a GPU (the GPU check does);
+//! building them needs only the toolchains that scripts/setup-gpu-toolchains.sh installs.
+
+mod support;
+
+use std::ffi::c_void;
+use std::process::Command;
+
+use omprpc::util::elf;
+use support::{build_gpu_program, extract_image, Gpu};
+
+const GPUS: [Gpu; 5] = [
+    Gpu::Nvptx("sm_70"),
+    Gpu::Nvptx("sm_80"),
+    Gpu::Nvptx("sm_90"),
+    Gpu::Amdgcn("gfx90a"),
+    Gpu::Amdgcn("gfx1030"),
+];
+
+/// Checks one device image: the machine, the architecture in the header, the RPC client pointer, the
+/// kernels' execution modes and (AMDGPU) the wavefront size in the kernel metadata.
+fn check_image(image: &[u8], gpu: Gpu) {
+    let header = elf::header(image).unwrap_or_else(|| panic!("{gpu:?}: not an ELF image"));
+    let parsed = elf::Image::parse(image).unwrap();
+    match gpu {
+        Gpu::Nvptx(arch) => {
+            assert_eq!(header.machine, elf::EM_CUDA, "{gpu:?}");
+            let sm: u32 = arch.trim_start_matches("sm_").parse().unwrap();
+            // ptxas 11.8 writes cubin ABI version 7: the SM number in the low byte of e_flags.
+            assert_eq!(header.abi_version, 7, "{gpu:?}");
+            assert_eq!(header.flags & 0xff, sm, "{gpu:?}: e_flags {:#x}", header.flags);
+        }
+        Gpu::Amdgcn(arch) => {
+            assert_eq!(header.machine, elf::EM_AMDGPU, "{gpu:?}");
+            let mach = if arch == "gfx90a" { 0x3f } else { 0x36 };
+            assert_eq!(header.flags & 0xff, mach, "{gpu:?}: e_flags {:#x}", header.flags);
+            let wave = if arch == "gfx90a" { 64u8 } else { 32 };
+            let metadata = parsed
+                .notes()
+                .into_iter()
+                .find(|(owner, kind, _)| *owner == b"AMDGPU" && *kind == 32)
+                .map(|(_, _, desc)| desc)
+                .unwrap_or_else(|| panic!("{gpu:?}: no AMDGPU metadata note"));
+            let key = b".wavefront_size";
+            let at = metadata
+                .windows(key.len())
+                .position(|w| w == key)
+                .unwrap_or_else(|| panic!("{gpu:?}: no .wavefront_size"));
+            assert_eq!(
+                metadata[at + key.len()],
+                wave,
+                "{gpu:?}: msgpack fixint of the wavefront size"
+            );
+        }
+    }
+    let client = parsed
+        .symbol(b"__llvm_libc_rpc_client")
+        .unwrap_or_else(|| panic!("{gpu:?}: the image does not define __llvm_libc_rpc_client"));
+    assert_eq!(client.size, 8, "{gpu:?}: a pointer to the client object");
+    let modes: Vec<u8> = parsed
+        .symbols()
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(b"_exec_mode"))
+        .filter_map(|(_, symbol)| parsed.symbol_bytes(&symbol).and_then(|b| b.first().copied()))
+        .collect();
+    assert!(!modes.is_empty(), "{gpu:?}: kernels carry their execution mode");
+    assert!(modes.iter().all(|m| (1..=3).contains(m)), "{gpu:?}: modes {modes:?}");
+}
+
+#[test]
+fn the_device_client_builds_for_every_gpu_target() {
+    for gpu in GPUS {
+        let exe = build_gpu_program("gpu/device_client.c", gpu);
+        check_image(&extract_image(&exe, gpu), gpu);
+    }
+    // C++: printf through variadic templates, and the host-services test programs.
+    for gpu in [Gpu::Nvptx("sm_90"), Gpu::Amdgcn("gfx90a")] {
+        for file in ["rpc_cxx.cpp", "rpc_services.c", "rpc_user_handler.c"] {
+            let exe = build_gpu_program(file, gpu);
+            check_image(&extract_image(&exe, gpu), gpu);
+        }
+    }
+}
+
+/// Device-only compiles to PTX text, which needs no CUDA toolkit: the client's mailbox accesses must be
+/// system-scope (the mailbox is host memory shared with the host's server).
+#[test]
+fn nvptx_client_code_uses_system_scope_atomics_and_warp_primitives() {
+    support::require_toolchain();
+    for arch in ["sm_70", "sm_90"] {
+        let out = support::scratch().join(format!("device_client-{arch}.ptx"));
+        let status = Command::new("clang-16")
+            .args([
+                "-O2",
+                "-fopenmp",
+                "-fopenmp-targets=nvptx64-nvidia-cuda",
+                "-Xopenmp-target=nvptx64-nvidia-cuda",
+                &format!("-march={arch}"),
+                "--cuda-feature=+ptx63",
+                "--offload-device-only",
+                "-nogpulib",
+                "-Wall",
+                "-Werror",
+                "-S",
+            ])
+            .arg("-I")
+            .arg(support::root().join("include"))
+            .arg(support::root().join("c_tests/gpu/device_client.c"))
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "device-only PTX for {arch}");
+        let ptx = std::fs::read_to_string(&out).unwrap();
+        assert!(ptx.contains(&format!(".target {arch}")), "{arch}");
+        for needle in [
+            "atom.sys.or.b32",
+            "atom.sys.and.b32",
+            "membar.sys",
+            "ld.volatile.u32",
+            "st.volatile.u32",
+            "activemask.b32",
+            "vote.sync.ballot.b32",
+            "shfl.sync.idx.b32",
+            "bar.warp.sync",
+            "nanosleep.u32",
+        ] {
+            assert!(ptx.contains(needle), "{arch}: no {needle} in the client's PTX");
+        }
+    }
+}
+
+/// AMDGPU device code in LLVM IR: atomics and fences without a narrower `syncscope` are system-scope.
+#[test]
+fn amdgpu_client_atomics_are_system_scope() {
+    support::require_gpu_toolchains();
+    for arch in ["gfx90a", "gfx1030"] {
+        let out = support::scratch().join(format!("device_client-{arch}.ll"));
+        let status = Command::new("clang-16")
+            .args([
+                "-O2",
+                "-fopenmp",
+                "-fopenmp-targets=amdgcn-amd-amdhsa",
+                "-Xopenmp-target=amdgcn-amd-amdhsa",
+                &format!("-march={arch}"),
+                "--offload-device-only",
+                "-nogpulib",
+                "-S",
+                "-emit-llvm",
+            ])
+            .arg("-I")
+            .arg(support::root().join("include"))
+            .arg(support::root().join("c_tests/gpu/device_client.c"))
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "device-only IR for {arch}");
+        let ir = std::fs::read_to_string(&out).unwrap();
+        let atomics: Vec<&str> = ir
+            .lines()
+            .filter(|l| l.contains("atomicrmw") || l.contains(" fence ") || l.contains("load atomic"))
+            .collect();
+        assert!(atomics.len() >= 4, "{arch}: the client's atomics: {atomics:?}");
+        for line in &atomics {
+            assert!(
+                !line.contains("syncscope("),
+                "{arch}: narrower than system scope: {line}"
+            );
+        }
+        let wave = if arch == "gfx90a" { "64" } else { "32" };
+        assert!(
+            ir.contains(&format!("wavefrontsize{wave}")),
+            "{arch}: built for wavefronts of {wave}"
+        );
+    }
+}
+
+#[repr(C)]
+struct DeviceImage {
+    start: *const u8,
+    end: *const u8,
+    entries_begin: *const c_void,
+    entries_end: *const c_void,
+}
+
+#[repr(C)]
+struct ImageInfo {
+    arch: *const std::ffi::c_char,
+}
+
+/// Every plugin is offered every image: the host plugin must say no to GPU images.
+#[test]
+fn the_host_plugin_turns_gpu_images_down() {
+    let dir = support::host_plugin_dir();
+    // SAFETY: loading our own plugin, whose initialisers only set up Rust statics.
+    let lib = unsafe { libloading::Library::new(dir.join("libomptarget.rtl.x86_64.nextgen.so")) }.unwrap();
+    type Valid = unsafe extern "C" fn(*const DeviceImage) -> i32;
+    type ValidInfo = unsafe extern "C" fn(*const DeviceImage, *const ImageInfo) -> i32;
+    // SAFETY: the symbols are ours, with these signatures.
+    let (valid, valid_info) = unsafe {
+        (
+            *lib.get::<Valid>(b"__tgt_rtl_is_valid_binary\0").unwrap(),
+            *lib.get::<ValidInfo>(b"__tgt_rtl_is_valid_binary_info\0").unwrap(),
+        )
+    };
+    for gpu in [Gpu::Nvptx("sm_90"), Gpu::Amdgcn("gfx90a")] {
+        let image = extract_image(&build_gpu_program("gpu/device_client.c", gpu), gpu);
+        let desc = DeviceImage {
+            start: image.as_ptr(),
+            // SAFETY: one past the end of `image`.
+            end: unsafe { image.as_ptr().add(image.len()) },
+            entries_begin: std::ptr::null(),
+            entries_end: std::ptr::null(),
+        };
+        let arch = std::ffi::CString::new(gpu.arch()).unwrap();
+        let info = ImageInfo { arch: arch.as_ptr() };
+        // SAFETY: valid descriptors of live memory.
+        unsafe {
+            assert_eq!(valid(&desc), 0, "{gpu:?}");
+            assert_eq!(valid_info(&desc, &info), 0, "{gpu:?}");
+        }
+    }
+}
