@@ -215,6 +215,23 @@ pub fn built_plugin() -> PathBuf {
         .clone()
 }
 
+/// The Rust example `name`, built for this profile (once per test process).
+pub fn built_example(name: &str) -> PathBuf {
+    static BUILT: PathCache = OnceLock::new();
+    once_per_process(&BUILT, name, || {
+        let dir = profile_dir();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--example", name, "--manifest-path"])
+            .arg(root().join("Cargo.toml"));
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("running cargo build");
+        assert!(status.success(), "cargo build of the example {name} failed");
+        dir.join("examples").join(name)
+    })
+}
+
 /// A cache of paths made once per key and test process.
 type PathCache = OnceLock<Mutex<HashMap<String, PathBuf>>>;
 

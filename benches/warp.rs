@@ -1,0 +1,78 @@
+//! Host calls from a simulated warp (`omprpc::rpc::simulated`): one host thread plays 1, 32 or 64 lanes
+//! of LLVM libc 19.1's protocol against omprpc's RPC server and serving thread, for 16, 256, 1,024 and
+//! 4,096 ports. Prints a table of the round trip of one call (one packet per lane each way, every lane
+//! active) and the lanes served per second. The median of several rounds is reported.
+//!
+//! Run with `cargo bench --bench warp`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use omprpc::rpc::port::{Packet, Port};
+use omprpc::rpc::registry::{self, UserHandler};
+use omprpc::rpc::server::RpcServer;
+use omprpc::rpc::service;
+use omprpc::rpc::simulated::{HostMemory, SimulatedDevice, SimulatedWarp};
+
+const OP_ECHO: u16 = 0x8501;
+const ROUNDS: usize = 7;
+
+/// Sends every lane's packet back.
+struct Echo;
+
+impl UserHandler for Echo {
+    fn serve(&self, port: &mut Port<'_>) {
+        let mut packets = [Packet::default(); 64];
+        port.recv(&mut packets).expect("64 packets of room");
+        port.send(&packets).expect("64 packets of room");
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Nanoseconds per call of one warp of `lanes` lanes on a server of `ports` ports.
+fn round_trip(ports: u32, lanes: usize, calls: usize) -> f64 {
+    let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
+    let device = SimulatedDevice::new(&server);
+    registry::add_server(Arc::clone(&server)).unwrap();
+    service::kernel_started();
+    let warp = SimulatedWarp::new(&device, 0);
+    let mask = warp.full_mask();
+    let packets = vec![[1u64; 8]; lanes];
+    for _ in 0..calls / 10 {
+        warp.call(OP_ECHO, mask, &packets);
+    }
+    let start = Instant::now();
+    for _ in 0..calls {
+        let reply = warp.call(OP_ECHO, mask, &packets);
+        assert_eq!(reply[lanes - 1][0], 1);
+    }
+    let ns = start.elapsed().as_nanos() as f64 / calls as f64;
+    service::kernels_finished(1);
+    registry::remove_server(&server).unwrap();
+    drop(device);
+    server.shutdown().unwrap();
+    ns
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    registry::register_handler(OP_ECHO, Box::new(Echo)).unwrap();
+    println!("simulated warp: one user call (one packet per lane each way), median of {ROUNDS} rounds");
+    println!(
+        "{:>6} {:>6} {:>14} {:>18}",
+        "ports", "lanes", "ns per call", "lanes per second"
+    );
+    for ports in [16u32, 256, 1024, 4096] {
+        for lanes in [1usize, 32, 64] {
+            let calls = if ports >= 1024 { 5_000 } else { 20_000 };
+            let ns = median((0..ROUNDS).map(|_| round_trip(ports, lanes, calls)).collect());
+            println!("{ports:>6} {lanes:>6} {ns:>14.0} {:>18.0}", lanes as f64 * 1e9 / ns);
+        }
+    }
+}
