@@ -70,6 +70,32 @@ fn check_image(image: &[u8], gpu: Gpu) {
     assert!(modes.iter().all(|m| (1..=3).contains(m)), "{gpu:?}: modes {modes:?}");
 }
 
+/// Compiles the device client for one GPU architecture only (`--offload-device-only`), with `extra`
+/// flags, into `out`.
+fn device_only(triple: &str, arch: &str, extra: &[&str], out: &std::path::Path) {
+    let status = Command::new("clang-16")
+        .args([
+            "-O2",
+            "-fopenmp",
+            &format!("-fopenmp-targets={triple}"),
+            &format!("-Xopenmp-target={triple}"),
+            &format!("-march={arch}"),
+            "--offload-device-only",
+            "-nogpulib",
+            "-Wall",
+            "-Werror",
+        ])
+        .args(extra)
+        .arg("-I")
+        .arg(support::root().join("include"))
+        .arg(support::root().join("c_tests/gpu/device_client.c"))
+        .arg("-o")
+        .arg(out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "device-only compile for {arch}");
+}
+
 #[test]
 fn the_device_client_builds_for_every_gpu_target() {
     for gpu in GPUS {
@@ -92,28 +118,8 @@ fn nvptx_client_code_uses_system_scope_atomics_and_warp_primitives() {
     support::require_toolchain();
     for arch in ["sm_70", "sm_90"] {
         let out = support::scratch().join(format!("device_client-{arch}.ptx"));
-        let status = Command::new("clang-16")
-            .args([
-                "-O2",
-                "-fopenmp",
-                "-fopenmp-targets=nvptx64-nvidia-cuda",
-                "-Xopenmp-target=nvptx64-nvidia-cuda",
-                &format!("-march={arch}"),
-                "--cuda-feature=+ptx63",
-                "--offload-device-only",
-                "-nogpulib",
-                "-Wall",
-                "-Werror",
-                "-S",
-            ])
-            .arg("-I")
-            .arg(support::root().join("include"))
-            .arg(support::root().join("c_tests/gpu/device_client.c"))
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(status.success(), "device-only PTX for {arch}");
+        // Without a CUDA toolkit clang-16 assumes PTX 4.2; the warp primitives need 6.0, nanosleep 6.3.
+        device_only("nvptx64-nvidia-cuda", arch, &["--cuda-feature=+ptx63", "-S"], &out);
         let ptx = std::fs::read_to_string(&out).unwrap();
         assert!(ptx.contains(&format!(".target {arch}")), "{arch}");
         for needle in [
@@ -139,26 +145,7 @@ fn amdgpu_client_atomics_are_system_scope() {
     support::require_gpu_toolchains();
     for arch in ["gfx90a", "gfx1030"] {
         let out = support::scratch().join(format!("device_client-{arch}.ll"));
-        let status = Command::new("clang-16")
-            .args([
-                "-O2",
-                "-fopenmp",
-                "-fopenmp-targets=amdgcn-amd-amdhsa",
-                "-Xopenmp-target=amdgcn-amd-amdhsa",
-                &format!("-march={arch}"),
-                "--offload-device-only",
-                "-nogpulib",
-                "-S",
-                "-emit-llvm",
-            ])
-            .arg("-I")
-            .arg(support::root().join("include"))
-            .arg(support::root().join("c_tests/gpu/device_client.c"))
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(status.success(), "device-only IR for {arch}");
+        device_only("amdgcn-amd-amdhsa", arch, &["-S", "-emit-llvm"], &out);
         let ir = std::fs::read_to_string(&out).unwrap();
         let atomics: Vec<&str> = ir
             .lines()

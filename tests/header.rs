@@ -26,3 +26,37 @@ fn checked_in_header_matches_the_api() {
     );
     assert!(generated.contains("const char *omprpc_version(void);"), "{generated}");
 }
+
+/// The device header's client structures have the layout of LLVM libc 19.1's client object (552 bytes,
+/// as the server reports) and of the mailbox the plugin describes in `rpc::mailbox`, so that the server,
+/// the simulated warp and the header agree on one layout.
+#[cfg(feature = "rpc")]
+#[test]
+fn the_device_header_has_the_mailbox_layout() {
+    use omprpc::rpc::mailbox::{HEADER_BYTES, HEADER_OPCODE_OFFSET, PACKET_BYTES};
+    use omprpc::rpc::server::RpcServer;
+    use omprpc::rpc::simulated::HostMemory;
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::temp_dir().join(format!("omprpc-client-layout-{}", std::process::id()));
+    let status = std::process::Command::new("clang-16")
+        .args(["-fopenmp", "-Wall", "-Werror", "-I"])
+        .arg(root.join("include"))
+        .arg(root.join("c_tests/client_layout.c"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("clang-16 (install it with: sudo sh scripts/setup-debian.sh)");
+    assert!(status.success());
+    let out = std::process::Command::new(&exe).output().unwrap();
+    let _ = std::fs::remove_file(&exe);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let server = RpcServer::new(0, 4, 1, std::sync::Arc::new(HostMemory)).unwrap();
+    let client_size = server.client_bytes().len();
+    server.shutdown().unwrap();
+    let expected = format!(
+        "client {client_size}\ninbox 8 outbox 16 header 24 packet 32 lock 40\nheader {HEADER_BYTES} opcode \
+         {HEADER_OPCODE_OFFSET}\npacket {PACKET_BYTES}\n"
+    );
+    assert_eq!(text, expected);
+}

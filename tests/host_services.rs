@@ -182,14 +182,6 @@ fn two_images_on_one_device_share_the_client() {
 /// 32 or 64 lanes of a warp, against a host device whose server has as many lanes.
 #[test]
 fn a_simulated_warp_runs_the_gpu_client_code_through_the_plugin() {
-    let words = [
-        "",
-        "a",
-        "word",
-        "a string of more than fifty-six bytes, which needs a second packet to travel",
-        "a string of more than one hundred and twenty bytes, which needs three packets to travel from the \
-         device to the host, and then some more",
-    ];
     for lanes in [32usize, 64] {
         let define = format!("-DOMPRPC_SIMULATED_LANES={lanes}");
         let exe = support::build_program_with("rpc_simulated_warp.c", &[&define]);
@@ -200,13 +192,7 @@ fn a_simulated_warp_runs_the_gpu_client_code_through_the_plugin() {
         let mut expected = String::new();
         let mut results = String::new();
         for lane in 0..lanes {
-            let line = format!(
-                "lane {lane:2}: {}|{}|{:.3}|{}\n",
-                words[lane % 5],
-                lane * lane,
-                lane as f64 / 8.0,
-                (b'A' + (lane % 26) as u8) as char
-            );
+            let line = support::simulated_lane_line(lane);
             results.push_str(&format!(
                 "lane {lane:2}: printed {}, scaled {}, reversed 1, malloc 1\n",
                 line.len(),

@@ -21,15 +21,6 @@ fn run(scenario: &str, lanes: usize) -> support::Ran {
     }
 }
 
-const WORDS: [&str; 5] = [
-    "",
-    "a",
-    "word",
-    "a string of more than fifty-six bytes, which needs a second packet to travel",
-    "a string of more than one hundred and twenty bytes, which needs three packets to travel from the \
-     device to the host, and then some more",
-];
-
 /// What lane `lane` prints, and the printf result / scaled packet summary when `position` is the
 /// lane's place among the active lanes.
 fn expected(lanes: usize, active: impl Fn(usize) -> bool) -> String {
@@ -41,13 +32,7 @@ fn expected(lanes: usize, active: impl Fn(usize) -> bool) -> String {
             summary.push("0/0".to_string());
             continue;
         }
-        let line = format!(
-            "lane {lane:2}: {}|{}|{:.3}|{}\n",
-            WORDS[lane % 5],
-            lane * lane,
-            lane as f64 / 8.0,
-            (b'A' + (lane % 26) as u8) as char
-        );
+        let line = support::simulated_lane_line(lane);
         summary.push(format!("{}/{}", line.len(), (lane as u64 + 1) * 3 + 1000 * position));
         position += 1;
         lines.push_str(&line);

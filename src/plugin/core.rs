@@ -28,6 +28,9 @@ pub struct Core<B: Backend> {
     libraries: AtomicUsize,
 }
 
+/// [`Backend::copy_to_device`] or [`Backend::copy_to_host`].
+type CopyHook<B> = unsafe fn(&B, usize, *mut c_void, *const c_void, usize, &<B as Backend>::Queue) -> Result<()>;
+
 /// Where an operation's queue comes from: the caller's async info, or a local one that is waited for
 /// before the operation returns (what a synchronous entry point means).
 enum QueueSource<'a> {
@@ -379,6 +382,31 @@ impl<B: Backend> Core<B> {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// A copy between the host and device `id` in the direction `hook` goes, on the queue `queue` names.
+    ///
+    /// # Safety
+    /// `dst` and `src` are valid for `size` bytes, on the sides `hook` expects, until the copy is done
+    /// (for a queued copy, until the queue is synchronised).
+    unsafe fn copy(
+        &self,
+        id: i32,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: Option<QueueField>,
+        hook: CopyHook<B>,
+    ) -> Result<()> {
+        let device = self.ready(id)?;
+        if size == 0 {
+            return Ok(());
+        }
+        let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
+        self.with_queue(device, source, |slot| {
+            // SAFETY: forwarded from this function's contract; a local queue is waited for.
+            unsafe { hook(self.backend, device.index, dst, src, size, &slot.queue) }
+        })
+    }
+
     fn event(&self, device: &Device<B>, handle: *mut c_void) -> Result<Item<EventSlot<B>>> {
         device.events.get(handle as usize)
     }
@@ -531,15 +559,8 @@ impl<B: Backend> PluginApi for Core<B> {
         size: usize,
         queue: Option<QueueField>,
     ) -> Result<()> {
-        let device = self.ready(id)?;
-        if size == 0 {
-            return Ok(());
-        }
-        let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
-        self.with_queue(device, source, |slot| {
-            // SAFETY: forwarded from this function's contract; a local queue is waited for.
-            unsafe { self.backend.copy_to_device(device.index, dst, src, size, &slot.queue) }
-        })
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.copy(id, dst, src, size, queue, B::copy_to_device) }
     }
 
     unsafe fn retrieve(
@@ -550,15 +571,8 @@ impl<B: Backend> PluginApi for Core<B> {
         size: usize,
         queue: Option<QueueField>,
     ) -> Result<()> {
-        let device = self.ready(id)?;
-        if size == 0 {
-            return Ok(());
-        }
-        let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
-        self.with_queue(device, source, |slot| {
-            // SAFETY: forwarded from this function's contract; a local queue is waited for.
-            unsafe { self.backend.copy_to_host(device.index, dst, src, size, &slot.queue) }
-        })
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.copy(id, dst, src, size, queue, B::copy_to_host) }
     }
 
     fn can_exchange(&self, src: i32, dst: i32) -> Result<bool> {

@@ -72,6 +72,36 @@ impl FakeGpu {
         world.next_handle += 1;
         world.next_handle
     }
+
+    /// A copy that must go `direction` ("h2d": host to device memory, "d2h": the other way).
+    ///
+    /// # Safety
+    /// Both ranges hold `size` bytes.
+    unsafe fn copy(
+        &self,
+        direction: &str,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: usize,
+    ) -> Result<()> {
+        let mut world = self.world();
+        let to_device = direction == "h2d";
+        assert_eq!(
+            world.is_device(dst, size),
+            to_device,
+            "{direction}: destination on the wrong side"
+        );
+        assert_eq!(
+            world.is_device(src, size),
+            !to_device,
+            "{direction}: source on the wrong side"
+        );
+        world.note(format!("{direction} {size} on {queue}"));
+        // SAFETY: per this function's contract.
+        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+        Ok(())
+    }
 }
 
 impl Backend for FakeGpu {
@@ -202,13 +232,8 @@ impl Backend for FakeGpu {
         size: usize,
         queue: &usize,
     ) -> Result<()> {
-        let mut world = self.world();
-        assert!(world.is_device(dst, size), "copy_to_device into host memory");
-        assert!(!world.is_device(src, size), "copy_to_device from device memory");
-        world.note(format!("h2d {size} on {queue}"));
-        // SAFETY: both ranges hold `size` bytes (checked above for the device side; the caller's contract).
-        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
-        Ok(())
+        // SAFETY: forwarded from the trait method's contract.
+        unsafe { self.copy("h2d", dst, src, size, *queue) }
     }
 
     unsafe fn copy_to_host(
@@ -219,13 +244,8 @@ impl Backend for FakeGpu {
         size: usize,
         queue: &usize,
     ) -> Result<()> {
-        let mut world = self.world();
-        assert!(world.is_device(src, size), "copy_to_host from host memory");
-        assert!(!world.is_device(dst, size), "copy_to_host into device memory");
-        world.note(format!("d2h {size} on {queue}"));
-        // SAFETY: as in `copy_to_device`.
-        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
-        Ok(())
+        // SAFETY: forwarded from the trait method's contract.
+        unsafe { self.copy("d2h", dst, src, size, *queue) }
     }
 
     fn can_exchange(&self, _src: usize, _dst: usize) -> bool {

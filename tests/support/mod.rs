@@ -460,6 +460,28 @@ pub fn check_stock_ran(stderr: &str) -> Result<(), String> {
     }
 }
 
+/// The strings the simulated-warp programs print (`c_tests/rpc_simulated_warp.c`,
+/// `examples/simulated_warp.rs`): empty, short, and long enough to need two and three packets.
+pub const SIMULATED_WORDS: [&str; 5] = [
+    "",
+    "a",
+    "word",
+    "a string of more than fifty-six bytes, which needs a second packet to travel",
+    "a string of more than one hundred and twenty bytes, which needs three packets to travel from the \
+     device to the host, and then some more",
+];
+
+/// The line lane `lane` of a simulated warp prints.
+pub fn simulated_lane_line(lane: usize) -> String {
+    format!(
+        "lane {lane:2}: {}|{}|{:.3}|{}\n",
+        SIMULATED_WORDS[lane % 5],
+        lane * lane,
+        lane as f64 / 8.0,
+        (b'A' + (lane % 26) as u8) as char
+    )
+}
+
 /// The median of benchmark samples.
 pub fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
