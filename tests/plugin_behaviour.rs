@@ -225,3 +225,35 @@ fn the_example_reports_omprpc() {
         "{stdout}"
     );
 }
+
+/// data_lock, data_unlock and interop get the global OpenMP device number from libomptarget 16; the
+/// plugin maps it to its own, and hands interop the backend's queue.
+#[test]
+fn locking_and_interop_map_global_device_numbers() {
+    let exe = build_program("interop_lock.c");
+    for device in ["0", "2"] {
+        let out = run_text(
+            &exe,
+            &[],
+            Plugin::Ours,
+            &[("OMP_DEFAULT_DEVICE", device), ("LIBOMPTARGET_INFO", "16")],
+        );
+        assert!(out.status.success(), "{}\n{}", out.status, out.stderr);
+        check_ours_ran(&out.stderr).unwrap();
+        assert_eq!(
+            out.stdout,
+            format!(
+                "device {device}: locked at the same address: 1\ninterop made, its queue set\ntarget region on a \
+                 device: 1\n"
+            )
+        );
+        assert!(
+            out.stderr.contains(&format!(
+                "omprpc info: OpenMP device {device} is this plugin's device {device}"
+            )),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("omprpc error"), "{}", out.stderr);
+    }
+}

@@ -166,7 +166,7 @@ impl Plugin {
         let kind = select(&config, loaded_as);
         let core: Result<Box<dyn PluginApi>> = match kind {
             BackendKind::Host => Ok(Core::new_boxed(
-                backend::host::HostBackend::new(config.host_devices, config.kernel_stack_bytes, config.host_rpc_lanes),
+                backend::host::HostBackend::from_config(&config),
                 config,
             )),
             BackendKind::Cuda => Err(backend::cuda::unavailable()),

@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use self::queue::{HostEvent, HostQueue};
 use super::{AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice};
-use crate::util::config::BackendKind;
+use crate::util::config::{BackendKind, Config};
 use crate::util::error::{Error, Result};
 
 /// The host backend: `devices` independent copies of every image in one address space.
@@ -23,13 +23,13 @@ pub struct HostBackend {
 }
 
 impl HostBackend {
-    /// A backend with `devices` host devices whose queued kernels run on stacks of `kernel_stack_bytes`
-    /// and whose RPC ports have `rpc_lanes` lanes.
-    pub fn new(devices: usize, kernel_stack_bytes: usize, rpc_lanes: u32) -> HostBackend {
+    /// The backend the settings ask for: `OMPRPC_HOST_DEVICES` devices, queue threads with the stack of
+    /// `OMP_STACKSIZE`, and `OMPRPC_HOST_RPC_LANES` lanes per RPC port.
+    pub fn from_config(config: &Config) -> HostBackend {
         HostBackend {
-            devices,
-            kernel_stack_bytes,
-            rpc_lanes,
+            devices: config.host_devices,
+            kernel_stack_bytes: config.kernel_stack_bytes,
+            rpc_lanes: config.host_rpc_lanes,
         }
     }
 }
