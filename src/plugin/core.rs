@@ -28,8 +28,14 @@ pub struct Core<B: Backend> {
     libraries: AtomicUsize,
 }
 
-/// [`Backend::copy_to_device`] or [`Backend::copy_to_host`].
-type CopyHook<B> = unsafe fn(&B, usize, *mut c_void, *const c_void, usize, &<B as Backend>::Queue) -> Result<()>;
+/// Which way a copy between the host and a device goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// Host memory to device memory (`data_submit`).
+    ToDevice,
+    /// Device memory to host memory (`data_retrieve`).
+    ToHost,
+}
 
 /// Where an operation's queue comes from: the caller's async info, or a local one that is waited for
 /// before the operation returns (what a synchronous entry point means).
@@ -382,19 +388,20 @@ impl<B: Backend> Core<B> {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// A copy between the host and device `id` in the direction `hook` goes, on the queue `queue` names.
+    /// A copy between the host and device `id`, on the queue `queue` names.
     ///
     /// # Safety
-    /// `dst` and `src` are valid for `size` bytes, on the sides `hook` expects, until the copy is done
+    /// `dst` and `src` are valid for `size` bytes, on the sides `direction` says, until the copy is done
     /// (for a queued copy, until the queue is synchronised).
+    #[inline(always)]
     unsafe fn copy(
         &self,
+        direction: Direction,
         id: i32,
         dst: *mut c_void,
         src: *const c_void,
         size: usize,
         queue: Option<QueueField>,
-        hook: CopyHook<B>,
     ) -> Result<()> {
         let device = self.ready(id)?;
         if size == 0 {
@@ -403,7 +410,12 @@ impl<B: Backend> Core<B> {
         let source = queue.map_or(QueueSource::Local, QueueSource::Caller);
         self.with_queue(device, source, |slot| {
             // SAFETY: forwarded from this function's contract; a local queue is waited for.
-            unsafe { hook(self.backend, device.index, dst, src, size, &slot.queue) }
+            unsafe {
+                match direction {
+                    Direction::ToDevice => self.backend.copy_to_device(device.index, dst, src, size, &slot.queue),
+                    Direction::ToHost => self.backend.copy_to_host(device.index, dst, src, size, &slot.queue),
+                }
+            }
         })
     }
 
@@ -560,7 +572,7 @@ impl<B: Backend> PluginApi for Core<B> {
         queue: Option<QueueField>,
     ) -> Result<()> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.copy(id, dst, src, size, queue, B::copy_to_device) }
+        unsafe { self.copy(Direction::ToDevice, id, dst, src, size, queue) }
     }
 
     unsafe fn retrieve(
@@ -572,7 +584,7 @@ impl<B: Backend> PluginApi for Core<B> {
         queue: Option<QueueField>,
     ) -> Result<()> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.copy(id, dst, src, size, queue, B::copy_to_host) }
+        unsafe { self.copy(Direction::ToHost, id, dst, src, size, queue) }
     }
 
     fn can_exchange(&self, src: i32, dst: i32) -> Result<bool> {
