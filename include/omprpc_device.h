@@ -338,12 +338,15 @@ static inline void omprpc_wait_(omprpc_client_port *p, uint32_t in) {
   omprpc_fence_acquire_();
 }
 
-/* Hands the port to the host: every lane orders its packet before the flip and stores the same value. */
+/* Hands the port to the host: once every lane has written its packet, the leader orders them before
+ * the flip of the outbox (the lanes' writes reach it through the warp barrier). */
 static inline void omprpc_flip_(omprpc_client_port *p) {
   omprpc_sync_lanes_(p->mask);
   p->out = !p->out;
-  omprpc_fence_release_();
-  omprpc_store_(&p->client->outbox[p->index], p->out);
+  if (omprpc_is_leader_(p->mask)) {
+    omprpc_fence_release_();
+    omprpc_store_(&p->client->outbox[p->index], p->out);
+  }
 }
 
 /* Sends this lane's packet: waits until the port is the client's, fills it, hands it over. */
