@@ -36,7 +36,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Nanoseconds per call of one warp of `lanes` lanes on a server of `ports` ports.
 fn round_trip(ports: u32, lanes: usize, calls: usize) -> f64 {
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
-    let device = SimulatedDevice::new(&server);
+    let device = SimulatedDevice::new(Arc::clone(&server));
     registry::add_server(Arc::clone(&server)).unwrap();
     service::kernel_started();
     let warp = SimulatedWarp::new(&device, 0);
@@ -52,8 +52,8 @@ fn round_trip(ports: u32, lanes: usize, calls: usize) -> f64 {
     }
     let ns = start.elapsed().as_nanos() as f64 / calls as f64;
     service::kernels_finished(1);
-    registry::remove_server(&server).unwrap();
     drop(device);
+    registry::remove_server(&server).unwrap();
     server.shutdown().unwrap();
     ns
 }

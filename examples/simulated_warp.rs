@@ -81,7 +81,7 @@ fn main() {
     registry::register_handler(OP_SCALE, Box::new(Scale)).unwrap();
     registry::register_handler(OP_REVERSE, Box::new(Reverse)).unwrap();
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
-    let device = SimulatedDevice::new(&server);
+    let device = SimulatedDevice::new(Arc::clone(&server));
     registry::add_server(Arc::clone(&server)).unwrap();
     // The "kernel" is running: the serving thread polls until it ends.
     service::kernel_started();
@@ -162,7 +162,7 @@ fn main() {
         }
     }
     service::kernels_finished(1);
-    registry::remove_server(&server).unwrap();
     drop(device);
+    registry::remove_server(&server).unwrap();
     server.shutdown().unwrap();
 }

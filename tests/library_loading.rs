@@ -12,13 +12,12 @@ use std::process::Command;
 
 use support::{check_ours_ran, check_stock_ran, run_text, Plugin};
 
-/// Builds the library (with offloading) and the main program (without OpenMP) once.
-fn build() -> (PathBuf, PathBuf) {
+/// Builds an offloading shared library from `source` (relative to `c_tests`) with `flags`.
+fn build_library(source: &str, flags: &[&str], name: &str) -> PathBuf {
     support::require_toolchain();
     let dir = support::scratch().join("dlopen");
     std::fs::create_dir_all(&dir).unwrap();
-    let src = support::root().join("c_tests/dlopen");
-    let lib = dir.join("liboffload.so");
+    let lib = dir.join(name);
     let status = Command::new("clang-16")
         .args([
             "-fopenmp",
@@ -29,23 +28,37 @@ fn build() -> (PathBuf, PathBuf) {
             "-Wall",
             "-Werror",
         ])
-        .arg(src.join("library.c"))
+        .arg("-I")
+        .arg(support::root().join("include"))
+        .args(flags)
+        .arg(support::root().join("c_tests").join(source))
         .arg("-o")
         .arg(&lib)
         .status()
         .unwrap();
-    assert!(status.success(), "building the offloading library");
-    let exe = dir.join("dlopen_main");
+    assert!(status.success(), "building {name}");
+    lib
+}
+
+/// Builds a main program from `source` (relative to `c_tests`) without OpenMP.
+fn build_main(source: &str, name: &str) -> PathBuf {
+    let exe = support::scratch().join("dlopen").join(name);
     let status = Command::new("clang-16")
         .args(["-O1", "-Wall", "-Werror"])
-        .arg(src.join("main.c"))
+        .arg(support::root().join("c_tests").join(source))
         .arg("-ldl")
         .arg("-o")
         .arg(&exe)
         .status()
         .unwrap();
-    assert!(status.success(), "building the main program");
-    (lib, exe)
+    assert!(status.success(), "building {name}");
+    exe
+}
+
+/// Builds the library (with offloading) and the main program (without OpenMP) once.
+fn build() -> (PathBuf, PathBuf) {
+    let lib = build_library("dlopen/library.c", &[], "liboffload.so");
+    (lib, build_main("dlopen/main.c", "dlopen_main"))
 }
 
 #[test]
@@ -91,4 +104,66 @@ fn the_plugin_is_linked_nodelete() {
     let text = String::from_utf8_lossy(&out.stdout);
     let flags = text.lines().find(|l| l.contains("FLAGS_1")).unwrap_or("");
     assert!(flags.contains("NODELETE"), "FLAGS_1 lacks NODELETE: {text}");
+}
+
+/// Two libraries with host services share their device's one RPC client object; it belongs to the
+/// device's server, not to the first image, so closing the library loaded first leaves the other one
+/// served, and a library loaded where a closed one was gets a working client too.
+#[test]
+fn libraries_with_host_services_outlive_each_other() {
+    let one = build_library("two_services/library.c", &["-DLIBRARY_ID=1"], "libservices1.so");
+    // A different size, so that the second image's client object would not sit where the first's did.
+    let two = build_library(
+        "two_services/library.c",
+        &["-DLIBRARY_ID=2", "-DPADDING=65536"],
+        "libservices2.so",
+    );
+    let exe = build_main("two_services/main.c", "two_services_main");
+    let (one, two) = (one.to_str().unwrap(), two.to_str().unwrap());
+    for (mode, expected) in [
+        (
+            "overlap",
+            "library 1, call 1 on the device: 1\nlibrary 1 returned 101\n\
+             library 2, call 1 on the device: 2\nlibrary 2 returned 202\n\
+             library 2, call 2 on the device: 3\nlibrary 2 after closing library 1 returned 203\n\
+             exiting\n",
+        ),
+        (
+            "sequence",
+            "library 1, call 1 on the device: 1\nlibrary 1 returned 101\n\
+             library 2, call 1 on the device: 2\nlibrary 2 after closing library 1 returned 202\n\
+             exiting\n",
+        ),
+    ] {
+        let ours = run_text(&exe, &[one, two, mode], Plugin::Ours, &[]);
+        assert_eq!(
+            ours.status.signal(),
+            None,
+            "{mode}: killed by a signal under omprpc; stderr:\n{}",
+            ours.stderr
+        );
+        assert!(ours.status.success(), "{mode}: {}\n{}", ours.status, ours.stderr);
+        assert_eq!(ours.stdout, expected, "{mode} under omprpc");
+        check_ours_ran(&ours.stderr).unwrap();
+        assert_eq!(support::other_stderr(&ours.stderr), "", "{mode}: silent");
+
+        // The stock plugin has no host services: the same calls, printed by the fallback. (In the
+        // sequence, libomptarget 16 with its stock plugin dies of SIGSEGV when the second library
+        // is loaded, so only the overlap is compared.)
+        if mode == "sequence" {
+            continue;
+        }
+        let stock = run_text(&exe, &[one, two, mode], Plugin::Stock, &[]);
+        assert!(
+            stock.status.success(),
+            "{mode} under the stock plugin: {}",
+            stock.status
+        );
+        check_stock_ran(&stock.stderr).unwrap();
+        assert_eq!(
+            stock.stdout,
+            expected.replace("on the device", "on the host fallback"),
+            "{mode} under the stock plugin"
+        );
+    }
 }

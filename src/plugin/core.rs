@@ -154,15 +154,7 @@ impl<B: Backend> Core<B> {
         } else {
             Ok(())
         };
-        // Only this queue's owner launches on it, so a plain load finds the count without an atomic
-        // read-modify-write on every synchronisation of a program that never calls the host.
-        if slot.rpc_kernels.load(Ordering::Acquire) > 0 {
-            let kernels = slot.rpc_kernels.swap(0, Ordering::AcqRel);
-            #[cfg(feature = "rpc")]
-            crate::rpc::service::kernels_finished(kernels);
-            #[cfg(not(feature = "rpc"))]
-            let _ = kernels;
-        }
+        slot.end_rpc_kernels();
         device.queues.release(slot)?;
         waited
     }
@@ -199,18 +191,6 @@ impl<B: Backend> Core<B> {
             unsafe {
                 self.backend
                     .copy_to_device(device.index, dst, bytes.as_ptr().cast(), bytes.len(), &slot.queue)
-            }
-        })
-    }
-
-    /// Copies device bytes to the host and waits.
-    #[cfg(feature = "rpc")]
-    pub(super) fn read_device(&self, device: &Device<B>, src: *const c_void, bytes: &mut [u8]) -> Result<()> {
-        self.with_queue(device, QueueSource::Local, |slot| {
-            // SAFETY: as in `write_device`, the other way round.
-            unsafe {
-                self.backend
-                    .copy_to_host(device.index, bytes.as_mut_ptr().cast(), src, bytes.len(), &slot.queue)
             }
         })
     }
@@ -377,11 +357,10 @@ impl<B: Backend> Core<B> {
                 .events
                 .teardown(|e| self.backend.destroy_event(device.index, &e.event)),
         );
-        note(
-            device
-                .queues
-                .teardown(|q| self.backend.destroy_queue(device.index, &q.queue)),
-        );
+        note(device.queues.teardown(|q| {
+            q.end_rpc_kernels();
+            self.backend.destroy_queue(device.index, &q.queue)
+        }));
         note(self.backend.deinit_device(device.index));
         device.set_state(DeviceState::TornDown);
         log::device_info(device.index, "released (its images, queues, events and host services)");
@@ -485,13 +464,13 @@ impl<B: Backend> PluginApi for Core<B> {
             // kernel that called it never returns, so waiting for it would hang.
             return Ok(false);
         }
-        self.drain()?;
         // libomptarget calls this once per library it unregisters, before `unregister_lib`: only the
-        // last library's call tears down.
+        // last library's call waits for the devices and tears down.
         if self.libraries.load(Ordering::Acquire) > 1 {
             return Ok(false);
         }
-        let mut first_error = None;
+        // Teardown goes ahead even if waiting failed: the process is ending either way.
+        let mut first_error = self.drain().err();
         for device in &self.devices {
             if let Err(e) = self.teardown(device) {
                 first_error.get_or_insert(e);

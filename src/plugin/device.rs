@@ -33,6 +33,21 @@ impl<B: Backend> QueueSlot<B> {
             rpc_kernels: AtomicUsize::new(0),
         }
     }
+
+    /// The queue's kernels that may call the host are over (waited for, or abandoned at teardown):
+    /// they stop keeping the serving thread awake.
+    pub fn end_rpc_kernels(&self) {
+        // Only this queue's owner launches on it, so a plain load finds the count without an atomic
+        // read-modify-write on every synchronisation of a program that never calls the host.
+        if self.rpc_kernels.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let kernels = self.rpc_kernels.swap(0, Ordering::AcqRel);
+        #[cfg(feature = "rpc")]
+        crate::rpc::service::kernels_finished(kernels);
+        #[cfg(not(feature = "rpc"))]
+        let _ = kernels;
+    }
 }
 
 impl<B: Backend> Pooled for QueueSlot<B> {

@@ -1,7 +1,8 @@
 //! Host services wired to devices: when an image that defines `__llvm_libc_rpc_client` is loaded, its
 //! device gets an RPC server (lanes and ports from the device's limits, the mailbox in host memory the
 //! device can reach, device `malloc` from device memory) and the image's client pointer is aimed at the
-//! device's one client object, which all images of the device share so that their port locks agree.
+//! device's one client object, which the server owns and all images of the device share so that their
+//! port locks agree and no image's unloading takes it away from the others.
 
 #[cfg(feature = "rpc")]
 use std::ffi::c_void;
@@ -115,22 +116,8 @@ pub fn attach<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, modul
             server
         }
     };
-    match server.client_address() {
-        None => {
-            let mut client = [0u8; 8];
-            core.read_device(device, symbol.addr, &mut client)?;
-            let client = u64::from_le_bytes(client);
-            if client == 0 {
-                return Err(Error::BadImage(format!(
-                    "{} in the image is NULL",
-                    CLIENT_SYMBOL.to_string_lossy()
-                )));
-            }
-            core.write_device(device, client as *mut c_void, &server.client_bytes())?;
-            server.set_client_address(client as usize);
-        }
-        Some(shared) => core.write_device(device, symbol.addr, &(shared as u64).to_le_bytes())?,
-    }
+    let client = server.client_object(|address, bytes| core.write_device(device, address as *mut c_void, bytes))?;
+    core.write_device(device, symbol.addr, &(client as u64).to_le_bytes())?;
     if !device.uses_rpc() {
         registry::add_server(Arc::clone(&server))?;
         device.has_rpc.store(true, Ordering::Release);

@@ -67,7 +67,7 @@ impl Port<'_> {
     ///
     /// # Safety
     /// `raw` is the port of a callback that is running, and the result does not outlive it.
-    pub unsafe fn from_raw<'a>(raw: ffi::Port) -> Port<'a> {
+    pub(crate) unsafe fn from_raw<'a>(raw: ffi::Port) -> Port<'a> {
         Port {
             raw,
             _call: PhantomData,

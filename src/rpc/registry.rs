@@ -85,8 +85,9 @@ pub fn remove_server(server: &Arc<RpcServer>) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(5);
     while Arc::strong_count(server) > 1 {
         if Instant::now() > deadline {
-            return Err(Error::InvalidArg(format!(
-                "the RPC server of device {} is still being served after 5 s; leaving it in place",
+            return Err(Error::Timeout(format!(
+                "the RPC server of device {} was still being served after 5 s; it is out of service \
+                 and its mailbox is left allocated",
                 server.device()
             )));
         }

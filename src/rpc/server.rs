@@ -80,8 +80,9 @@ pub struct RpcServer {
     callbacks: Box<CallbackState>,
     /// Serving holds it shared; adding a callback to libc's (unlocked) map holds it exclusively.
     gate: RwLock<()>,
-    /// Device address of the client object the device's images use, once written.
-    client_address: Mutex<Option<usize>>,
+    /// Device address of the client object that every image of the device points at, once made; in
+    /// device memory owned by the server, so that it outlives any one image.
+    client_object: Mutex<Option<usize>>,
 }
 
 // SAFETY: `raw` and `mailbox` refer to memory owned by this server for its whole life; libc's server
@@ -260,7 +261,7 @@ impl RpcServer {
             memory,
             callbacks,
             gate: RwLock::new(()),
-            client_address: Mutex::new(None),
+            client_object: Mutex::new(None),
         });
         let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
         server.register(opcode::MALLOC, serve_malloc, state)?;
@@ -326,14 +327,24 @@ impl RpcServer {
         }
     }
 
-    /// Device address of the client object that this device's images share, once set.
-    pub fn client_address(&self) -> Option<usize> {
-        *lock(&self.client_address)
-    }
-
-    /// Records where the client object lives on the device.
-    pub fn set_client_address(&self, addr: usize) {
-        *lock(&self.client_address) = Some(addr);
+    /// Device address of the client object that the device's images share (their
+    /// `__llvm_libc_rpc_client` points at it, so that their port locks agree). The first call allocates
+    /// it in device memory and has `write(address, bytes)` copy the client bytes there; the server frees
+    /// it at shutdown, so it outlives every image, whichever is unloaded first.
+    pub fn client_object(&self, write: impl FnOnce(usize, &[u8]) -> Result<()>) -> Result<usize> {
+        let mut slot = lock(&self.client_object);
+        if let Some(address) = *slot {
+            return Ok(address);
+        }
+        let bytes = self.client_bytes();
+        let address = self.memory.alloc(bytes.len())?;
+        if let Err(e) = write(address as usize, &bytes) {
+            // SAFETY: `address` came from `alloc` just above and nothing else has seen it.
+            unsafe { self.memory.free(address) };
+            return Err(e);
+        }
+        *slot = Some(address as usize);
+        Ok(address as usize)
     }
 
     fn mailbox_word(&self, offset: usize) -> u32 {
@@ -421,6 +432,11 @@ impl RpcServer {
     pub fn shutdown(self: Arc<Self>) -> Result<()> {
         let server = Arc::try_unwrap(self).map_err(|_| Error::InvalidArg("the RPC server is still in use".into()))?;
         let memory = Arc::clone(&server.memory);
+        if let Some(client) = lock(&server.client_object).take() {
+            // SAFETY: the client object came from `memory.alloc` in `client_object`; with the last
+            // reference to the server gone, no image of the device is being served any more.
+            unsafe { memory.free(client as *mut c_void) };
+        }
         // SAFETY: no other reference to the server exists, so nothing serves it; `free_mailbox`
         // matches the callback type and `memory` outlives the call.
         let status = unsafe {
@@ -518,7 +534,7 @@ pub(crate) mod tests {
             let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let serving = serve_in_background(Arc::clone(&server), Arc::clone(&done));
             {
-                let device = SimulatedDevice::new(&server);
+                let device = SimulatedDevice::new(Arc::clone(&server));
                 let warp = SimulatedWarp::new(&device, 0);
                 let mask = warp.full_mask() & 0x5555_5555_5555_5555; // every other lane
                 let sizes: Vec<u64> = (0..lanes as u64).map(|l| 8 + l).collect();

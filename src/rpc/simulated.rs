@@ -7,6 +7,7 @@
 
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::Arc;
 
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET, PACKET_BYTES};
 use super::server::RpcServer;
@@ -51,14 +52,16 @@ impl DeviceMemory for HostMemory {
 
 /// The client side of one device's mailbox: the lock bits that the device's warps share.
 pub struct SimulatedDevice {
+    /// Keeps the mailbox that `base` points into alive.
+    server: Arc<RpcServer>,
     base: *mut u8,
     layout: Layout,
     locks: Box<[AtomicU32]>,
 }
 
-// SAFETY: `base` points to the server's mailbox, which outlives the client (the borrow in `new`'s
-// caller keeps the server alive); all shared words are accessed atomically, and packets only by the
-// lanes of the port's current owner.
+// SAFETY: `base` points to the mailbox of `server`, which the client holds, so the mailbox lives as
+// long as the client; all shared words are accessed atomically, and packets only by the lanes of the
+// port's current owner.
 unsafe impl Send for SimulatedDevice {}
 // SAFETY: as above.
 unsafe impl Sync for SimulatedDevice {}
@@ -74,14 +77,20 @@ pub struct ClientPort<'a> {
 }
 
 impl SimulatedDevice {
-    /// The client side of `server`'s mailbox. The server must outlive the client.
-    pub fn new(server: &RpcServer) -> SimulatedDevice {
+    /// The client side of `server`'s mailbox; holding the server keeps the mailbox alive.
+    pub fn new(server: Arc<RpcServer>) -> SimulatedDevice {
         let layout = server.layout();
         SimulatedDevice {
             base: server.mailbox_address() as *mut u8,
+            server,
             layout,
             locks: (0..layout.ports.div_ceil(32)).map(|_| AtomicU32::new(0)).collect(),
         }
+    }
+
+    /// The server this device talks to.
+    pub fn server(&self) -> &Arc<RpcServer> {
+        &self.server
     }
 
     /// Lanes of a warp of this device.
@@ -287,6 +296,8 @@ pub struct LanePrintf {
     pub format: Vec<u8>,
     /// The packed arguments.
     pub args: Vec<u8>,
+    /// The strings whose addresses `args` holds, for the server's requests of their bytes.
+    pub strings: Vec<&'static CStr>,
 }
 
 impl LanePrintf {
@@ -297,6 +308,7 @@ impl LanePrintf {
         LanePrintf {
             format: bytes,
             args: Vec::new(),
+            strings: Vec::new(),
         }
     }
 
@@ -324,8 +336,18 @@ impl LanePrintf {
     }
 
     /// Adds a string argument (`%s`): its address, whose bytes the server asks the lane for.
-    pub fn string(self, value: &'static CStr) -> LanePrintf {
+    pub fn string(mut self, value: &'static CStr) -> LanePrintf {
+        self.strings.push(value);
         self.push(&(value.as_ptr() as usize).to_ne_bytes())
+    }
+
+    /// The bytes (NUL included) of the string this lane packed at `address`, as a lane would read
+    /// them from its own memory; the server asks by address.
+    fn string_at(&self, address: u64) -> Option<&'static [u8]> {
+        self.strings
+            .iter()
+            .find(|s| s.as_ptr() as u64 == address)
+            .map(|s| s.to_bytes_with_nul())
     }
 }
 
@@ -371,11 +393,15 @@ impl<'a> SimulatedWarp<'a> {
             let mut strings: Vec<Option<&'static [u8]>> = vec![None; self.device.lanes()];
             port.recv(|lane, packet| {
                 results[lane] = packet[0] as u32 as i32;
-                let ptr = packet[1] as *const std::ffi::c_char;
-                if !ptr.is_null() {
-                    // SAFETY: the server hands back the address a lane packed for a `%s`, which
-                    // `LanePrintf::string` took from a `&'static CStr`.
-                    strings[lane] = Some(unsafe { CStr::from_ptr(ptr) }.to_bytes_with_nul());
+                if packet[1] != 0 {
+                    let string = calls.get(lane).and_then(|c| c.string_at(packet[1]));
+                    let string = string.unwrap_or_else(|| {
+                        panic!(
+                            "lane {lane}: the server asked for a string at {:#x} that it was not given",
+                            packet[1]
+                        )
+                    });
+                    strings[lane] = Some(string);
                 }
             });
             if strings.iter().all(Option::is_none) {

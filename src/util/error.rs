@@ -39,6 +39,9 @@ pub enum Error {
     Unsupported(String),
     /// A panic inside the plugin, caught at the C boundary.
     Panic(String),
+    /// Something the plugin waited for (a thread letting go of a server, a device finishing) did not
+    /// happen in time; the text says what, and what was left as it was.
+    Timeout(String),
 }
 
 /// Result alias used throughout the crate.
@@ -95,6 +98,7 @@ impl fmt::Display for Error {
             Error::Context { what, source } => write!(f, "{what}: {source}"),
             Error::Unsupported(text) => f.write_str(text),
             Error::Panic(text) => write!(f, "internal error (please report it): {text}"),
+            Error::Timeout(text) => write!(f, "timed out: {text}"),
         }
     }
 }
