@@ -5,7 +5,9 @@
 #   * NVPTX: ptxas, nvlink and libdevice from Debian's non-free nvidia-cuda-toolkit 11.8, downloaded with
 #     a private apt configuration (the system's sources are not changed) and unpacked, not installed,
 #     into a minimal CUDA root: $OMPRPC_TOOLCHAINS/cuda (default target/toolchains/cuda), for
-#     `clang-16 --cuda-path=...`.
+#     `clang-16 --cuda-path=...`;
+#   * the CUDA driver library from Debian's non-free libcuda1, unpacked (not installed) into
+#     $OMPRPC_TOOLCHAINS/libcuda, so that tests load the real driver on a machine without a GPU.
 # Run as root or with sudo (for apt-get install). Downloads about 85 MB once.
 set -eu
 cd "$(dirname "$0")/.."
@@ -45,4 +47,19 @@ SOURCES
   echo '#define CUDA_VERSION 11080' > "$cuda.tmp/include/cuda.h"
   rm -rf "$cache/cuda-deb" "$cuda"
   mv "$cuda.tmp" "$cuda"
+fi
+
+libcuda="$cache/libcuda"
+if [ ! -f "$libcuda/libcuda.so.1" ]; then
+  deb=$(ls "$cache"/debs/libcuda1_*.deb 2>/dev/null | head -1)
+  if [ -z "$deb" ]; then
+    echo "omprpc setup: no libcuda1 .deb in $cache/debs; remove $cuda and rerun to fetch it" >&2
+    exit 1
+  fi
+  rm -rf "$cache/libcuda-deb" "$libcuda"
+  dpkg-deb -x "$deb" "$cache/libcuda-deb"
+  mkdir -p "$libcuda"
+  cp -L "$cache/libcuda-deb/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1" "$libcuda/libcuda.so.1"
+  rm -rf "$cache/libcuda-deb"
+  echo "omprpc setup: CUDA driver library (no GPU needed to load it) in $libcuda"
 fi

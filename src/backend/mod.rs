@@ -187,7 +187,8 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn unload_module(&self, device: usize, module: Self::Module) -> Result<()>;
     /// The kernel `name` of `module`.
     fn kernel(&self, device: usize, module: &Self::Module, name: &CStr) -> Result<KernelSymbol<Self::Kernel>>;
-    /// The global `name` of `module`, with its size.
+    /// The global `name` of `module`, with its size; [`Error::MissingSymbol`](crate::util::error::Error)
+    /// when the module has none of that name (any other error is a failure of the driver).
     fn global(&self, device: usize, module: &Self::Module, name: &CStr) -> Result<GlobalSymbol>;
 
     /// Allocates `size` (> 0) bytes of `kind` memory. `Host` memory must be addressable by the host at

@@ -99,12 +99,27 @@ impl<B: Backend> Core<B> {
                 .get_or_init(|| MemoryManager::new(self.config.memory_manager_threshold));
         }
         let backend = self.backend;
-        device.queues.prefill(self.config.initial_queues, || {
-            Ok(QueueSlot::new(backend, backend.create_queue(device.index)?))
-        })?;
-        device.events.prefill(self.config.initial_events, || {
-            Ok(EventSlot::new(backend, backend.create_event(device.index)?))
-        })?;
+        let prefilled = device
+            .queues
+            .prefill(self.config.initial_queues, || {
+                Ok(QueueSlot::new(backend, backend.create_queue(device.index)?))
+            })
+            .and_then(|()| {
+                device.events.prefill(self.config.initial_events, || {
+                    Ok(EventSlot::new(backend, backend.create_event(device.index)?))
+                })
+            });
+        if let Err(e) = prefilled {
+            // Give back what was made, so that a later attempt starts clean and nothing leaks.
+            let _ = device
+                .events
+                .teardown(|e| backend.destroy_event(device.index, &e.event));
+            let _ = device
+                .queues
+                .teardown(|q| backend.destroy_queue(device.index, &q.queue));
+            let _ = backend.deinit_device(device.index);
+            return Err(e.context(format!("initialising device {}", device.index)));
+        }
         device.set_state(DeviceState::Ready);
         Ok(())
     }
@@ -270,7 +285,9 @@ impl<B: Backend> Core<B> {
         entries: &[HostEntry],
         limits: &crate::backend::DeviceLimits,
     ) -> Result<image::Resolved<B>> {
-        match image::device_environment_target(self.backend, device.index, module) {
+        match image::device_environment_target(self.backend, device.index, module)
+            .context(|| "looking up the device environment")?
+        {
             Some(Ok(addr)) => {
                 let env = DeviceEnvironment::new(&self.config, self.devices.len(), device.index);
                 self.write_device(device, addr, &env.to_bytes())

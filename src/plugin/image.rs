@@ -150,12 +150,17 @@ pub fn device_environment_target<B: Backend>(
     backend: &B,
     device: usize,
     module: &B::Module,
-) -> Option<std::result::Result<*mut c_void, usize>> {
-    let global = backend.global(device, module, DEVICE_ENVIRONMENT_SYMBOL).ok()?;
+) -> Result<Option<std::result::Result<*mut c_void, usize>>> {
+    let global = match backend.global(device, module, DEVICE_ENVIRONMENT_SYMBOL) {
+        Ok(global) => global,
+        // An image without it needs none (as the stock plugin says, "continue execution anyway").
+        Err(Error::MissingSymbol { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
     if global.size == std::mem::size_of::<DeviceEnvironment>() {
-        Some(Ok(global.addr))
+        Ok(Some(Ok(global.addr)))
     } else {
-        Some(Err(global.size))
+        Ok(Some(Err(global.size)))
     }
 }
 

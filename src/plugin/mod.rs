@@ -156,6 +156,8 @@ pub trait PluginApi: Send + Sync {
 pub struct Plugin {
     kind: BackendKind,
     core: Option<Box<dyn PluginApi>>,
+    /// Why the backend could not be opened, for the error of every later call.
+    why_not: String,
 }
 
 impl Plugin {
@@ -169,14 +171,22 @@ impl Plugin {
                 backend::host::HostBackend::from_config(&config),
                 config,
             )),
-            BackendKind::Cuda => Err(backend::cuda::unavailable()),
+            BackendKind::Cuda => backend::cuda::CudaBackend::open(&config).map(|b| Core::new_boxed(b, config)),
             BackendKind::Amdgpu => Err(backend::amdgpu::unavailable()),
         };
         match core {
-            Ok(core) => Plugin { kind, core: Some(core) },
+            Ok(core) => Plugin {
+                kind,
+                core: Some(core),
+                why_not: String::new(),
+            },
             Err(e) => {
-                log::info(e);
-                Plugin { kind, core: None }
+                log::info(&e);
+                Plugin {
+                    kind,
+                    core: None,
+                    why_not: e.to_string(),
+                }
             }
         }
     }
@@ -193,9 +203,13 @@ impl Plugin {
 
     /// The core, or why there is none.
     pub fn api(&self) -> Result<&dyn PluginApi> {
-        self.core
-            .as_deref()
-            .ok_or_else(|| Error::Unsupported(format!("the {} backend has no devices", self.kind.name())))
+        self.core.as_deref().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "the {} backend has no devices ({})",
+                self.kind.display_name(),
+                self.why_not
+            ))
+        })
     }
 }
 

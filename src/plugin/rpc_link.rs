@@ -34,9 +34,9 @@ impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
         self.backend.alloc(self.device, size, AllocKind::Device)
     }
 
-    unsafe fn free(&self, ptr: *mut c_void) {
+    unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
         // SAFETY: per the trait's contract, `ptr` came from `alloc` above with the device kind.
-        let _ = unsafe { self.backend.free(self.device, ptr, AllocKind::Device) };
+        unsafe { self.backend.free(self.device, ptr, AllocKind::Device) }
     }
 
     fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
@@ -47,9 +47,9 @@ impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
         Ok(ptr)
     }
 
-    unsafe fn free_shared(&self, ptr: *mut c_void) {
+    unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()> {
         // SAFETY: per the trait's contract, `ptr` came from `alloc_shared` above with the host kind.
-        let _ = unsafe { self.backend.free(self.device, ptr, AllocKind::Host) };
+        unsafe { self.backend.free(self.device, ptr, AllocKind::Host) }
     }
 }
 
@@ -85,8 +85,10 @@ pub fn attach<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, modul
     use std::sync::Arc;
 
     let backend = core.backend();
-    let Ok(symbol) = backend.global(device.index, module, CLIENT_SYMBOL) else {
-        return Ok(());
+    let symbol = match backend.global(device.index, module, CLIENT_SYMBOL) {
+        Ok(symbol) => symbol,
+        Err(Error::MissingSymbol { .. }) => return Ok(()),
+        Err(e) => return Err(e.context("looking up the RPC client")),
     };
     if symbol.size != 8 {
         return Err(Error::BadImage(format!(

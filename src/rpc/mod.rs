@@ -36,14 +36,14 @@ pub trait DeviceMemory: Send + Sync {
     ///
     /// # Safety
     /// `ptr` came from `alloc` and was not freed since.
-    unsafe fn free(&self, ptr: *mut c_void);
+    unsafe fn free(&self, ptr: *mut c_void) -> Result<()>;
     /// Zeroed memory that the host and the device see at one address, for the mailbox.
     fn alloc_shared(&self, size: usize) -> Result<*mut c_void>;
     /// Frees what `alloc_shared` returned.
     ///
     /// # Safety
     /// `ptr` came from `alloc_shared` and was not freed since.
-    unsafe fn free_shared(&self, ptr: *mut c_void);
+    unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()>;
 }
 
 /// Whether this build serves host services (the `rpc` cargo feature).

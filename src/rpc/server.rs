@@ -109,12 +109,18 @@ unsafe extern "C" fn alloc_mailbox(size: u64, data: *mut c_void) -> *mut c_void 
     outcome.unwrap_or(std::ptr::null_mut())
 }
 
+/// What `shutdown` hands libc for freeing the mailbox, and how that went.
+struct MailboxRelease {
+    memory: Arc<dyn DeviceMemory>,
+    result: Result<()>,
+}
+
 unsafe extern "C" fn free_mailbox(ptr: *mut c_void, data: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `data` is the server's `DeviceMemory` trait object pointer passed by `shutdown`.
-        let memory = unsafe { &*data.cast::<Arc<dyn DeviceMemory>>() };
+        // SAFETY: `data` is the `MailboxRelease` that `shutdown` passed to `rpc_server_shutdown`.
+        let release = unsafe { &mut *data.cast::<MailboxRelease>() };
         // SAFETY: libc hands back the mailbox it got from `alloc_mailbox`.
-        unsafe { memory.free_shared(ptr) };
+        release.result = unsafe { release.memory.free_shared(ptr) };
     }));
 }
 
@@ -155,7 +161,12 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             let known = lock(&state.blocks).remove(&ptr);
             if known {
                 // SAFETY: `ptr` was handed out by this server's MALLOC and not freed since.
-                unsafe { state.memory.free(ptr as *mut c_void) };
+                if let Err(e) = unsafe { state.memory.free(ptr as *mut c_void) } {
+                    log::error(format_args!(
+                        "device {}: free({ptr:#x}) from the device: {e}",
+                        state.device
+                    ));
+                }
             } else {
                 log::error(format_args!(
                     "device {}: free({ptr:#x}) of memory the device's malloc did not return; ignored",
@@ -340,7 +351,7 @@ impl RpcServer {
         let address = self.memory.alloc(bytes.len())?;
         if let Err(e) = write(address as usize, &bytes) {
             // SAFETY: `address` came from `alloc` just above and nothing else has seen it.
-            unsafe { self.memory.free(address) };
+            let _ = unsafe { self.memory.free(address) };
             return Err(e);
         }
         *slot = Some(address as usize);
@@ -432,21 +443,24 @@ impl RpcServer {
     pub fn shutdown(self: Arc<Self>) -> Result<()> {
         let server = Arc::try_unwrap(self).map_err(|_| Error::InvalidArg("the RPC server is still in use".into()))?;
         let memory = Arc::clone(&server.memory);
+        let mut first_error = None;
         if let Some(client) = lock(&server.client_object).take() {
             // SAFETY: the client object came from `memory.alloc` in `client_object`; with the last
             // reference to the server gone, no image of the device is being served any more.
-            unsafe { memory.free(client as *mut c_void) };
+            if let Err(e) = unsafe { memory.free(client as *mut c_void) } {
+                first_error = Some(e);
+            }
         }
+        let mut release = MailboxRelease { memory, result: Ok(()) };
         // SAFETY: no other reference to the server exists, so nothing serves it; `free_mailbox`
-        // matches the callback type and `memory` outlives the call.
-        let status = unsafe {
-            ffi::rpc_server_shutdown(
-                server.raw,
-                free_mailbox,
-                (&memory as *const Arc<dyn DeviceMemory>).cast_mut().cast(),
-            )
-        };
-        check("rpc_server_shutdown", status)
+        // matches the callback type and `release` outlives the call.
+        let status =
+            unsafe { ffi::rpc_server_shutdown(server.raw, free_mailbox, (&mut release as *mut MailboxRelease).cast()) };
+        check("rpc_server_shutdown", status)?;
+        match first_error {
+            Some(e) => Err(e),
+            None => release.result,
+        }
     }
 }
 
@@ -476,10 +490,11 @@ pub(crate) mod tests {
             // SAFETY: malloc has no preconditions.
             Ok(unsafe { libc::malloc(size) })
         }
-        unsafe fn free(&self, ptr: *mut c_void) {
+        unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
             self.live.fetch_sub(1, Ordering::SeqCst);
             // SAFETY: `ptr` came from `alloc`.
-            unsafe { libc::free(ptr) }
+            unsafe { libc::free(ptr) };
+            Ok(())
         }
         fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
             self.live.fetch_add(1, Ordering::SeqCst);
@@ -487,10 +502,11 @@ pub(crate) mod tests {
             // SAFETY: calloc has no preconditions.
             Ok(unsafe { libc::calloc(1, size) })
         }
-        unsafe fn free_shared(&self, ptr: *mut c_void) {
+        unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()> {
             self.live.fetch_sub(1, Ordering::SeqCst);
             // SAFETY: `ptr` came from `alloc_shared`.
-            unsafe { libc::free(ptr) }
+            unsafe { libc::free(ptr) };
+            Ok(())
         }
     }
 

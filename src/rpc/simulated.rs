@@ -30,9 +30,10 @@ impl DeviceMemory for HostMemory {
         Ok(ptr)
     }
 
-    unsafe fn free(&self, ptr: *mut c_void) {
+    unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
         // SAFETY: per the trait's contract, `ptr` came from `alloc`.
-        unsafe { libc::free(ptr) }
+        unsafe { libc::free(ptr) };
+        Ok(())
     }
 
     fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
@@ -44,9 +45,10 @@ impl DeviceMemory for HostMemory {
         Ok(ptr)
     }
 
-    unsafe fn free_shared(&self, ptr: *mut c_void) {
+    unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()> {
         // SAFETY: per the trait's contract, `ptr` came from `alloc_shared`.
-        unsafe { libc::free(ptr) }
+        unsafe { libc::free(ptr) };
+        Ok(())
     }
 }
 

@@ -57,6 +57,15 @@ impl BackendKind {
             BackendKind::Amdgpu => "amdgpu",
         }
     }
+
+    /// The family's name in prose ("CUDA").
+    pub fn display_name(self) -> &'static str {
+        match self {
+            BackendKind::Host => "host",
+            BackendKind::Cuda => "CUDA",
+            BackendKind::Amdgpu => "AMDGPU",
+        }
+    }
 }
 
 /// Default number of host devices; the stock x86_64 plugin hard-codes 4.
@@ -98,6 +107,12 @@ pub struct Config {
     /// larger than the 8 MiB a program's main thread usually has, since such a kernel's initial thread
     /// stands in for it.
     pub kernel_stack_bytes: usize,
+    /// `LIBOMPTARGET_STACK_SIZE`: per-thread stack of GPU kernels, set on the device when given.
+    pub device_stack_bytes: Option<usize>,
+    /// `LIBOMPTARGET_HEAP_SIZE`: the GPU's device-side `malloc` heap, set on the device when given.
+    pub device_heap_bytes: Option<usize>,
+    /// `OMPRPC_CUDA_LIBRARY`: the CUDA driver library to open instead of `libcuda.so.1`/`libcuda.so`.
+    pub cuda_library: Option<String>,
 }
 
 /// libomptarget's default for `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD` (8 KiB).
@@ -191,6 +206,9 @@ impl Config {
             max_teams: optional_count(&lookup, "OMP_NUM_TEAMS", 1, u32::MAX as usize, "no cap").unwrap_or(0) as u32,
             max_team_threads: optional_count(&lookup, "OMP_TEAMS_THREAD_LIMIT", 1, u32::MAX as usize, "no cap")
                 .unwrap_or(0) as u32,
+            device_stack_bytes: optional_count(&lookup, "LIBOMPTARGET_STACK_SIZE", 0, usize::MAX, "the driver's"),
+            device_heap_bytes: optional_count(&lookup, "LIBOMPTARGET_HEAP_SIZE", 0, usize::MAX, "the driver's"),
+            cuda_library: lookup("OMPRPC_CUDA_LIBRARY").filter(|path| !path.trim().is_empty()),
         }
     }
 }

@@ -3,6 +3,8 @@
 //! with our plugin or with the stock one.
 #![allow(dead_code)]
 
+pub mod abi;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -56,6 +58,18 @@ pub fn cuda_root() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target/toolchains"))
         .join("cuda")
+}
+
+/// The real CUDA driver library (Debian's libcuda1, unpacked by the GPU set-up); it loads, and
+/// `cuInit` reports no device, on a machine without a GPU.
+pub fn real_libcuda() -> PathBuf {
+    let path = cuda_root().with_file_name("libcuda").join("libcuda.so.1");
+    assert!(
+        path.exists(),
+        "missing the CUDA driver library {}. Install it with: {GPU_SETUP}",
+        path.display()
+    );
+    path
 }
 
 /// Fails the test, naming the set-up command, when the GPU toolchains are missing.

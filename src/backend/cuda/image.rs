@@ -1,0 +1,144 @@
+//! Which NVIDIA images a device can run: cubins (ELF, machine 190) for a compute capability, and PTX
+//! text, which the driver compiles for the device it is loaded on.
+
+use crate::util::elf;
+
+/// `e_machine` of a cubin.
+pub const EM_CUDA: u16 = 190;
+
+/// A compute capability, `sm_<major><minor>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Capability {
+    /// The architecture generation (9 for sm_90).
+    pub major: u32,
+    /// The revision within it (0 for sm_90).
+    pub minor: u32,
+}
+
+impl Capability {
+    /// From the number in `sm_<n>` (90 → 9.0, 100 → 10.0).
+    pub fn from_sm(number: u32) -> Capability {
+        Capability {
+            major: number / 10,
+            minor: number % 10,
+        }
+    }
+
+    /// Parses `sm_90`, `sm_90a`, `sm_100`.
+    pub fn parse(arch: &str) -> Option<Capability> {
+        let digits: String = arch
+            .strip_prefix("sm_")?
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok().filter(|n| *n >= 10).map(Capability::from_sm)
+    }
+}
+
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sm_{}{}", self.major, self.minor)
+    }
+}
+
+/// What kind of NVIDIA image some bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NvidiaImage {
+    /// A cubin built for this capability.
+    Cubin(Capability),
+    /// PTX text for this target, compiled by the driver at load.
+    Ptx(Capability),
+}
+
+impl NvidiaImage {
+    /// Reads an image's first bytes; `None` for anything that is not NVIDIA code.
+    pub fn detect(header: &[u8]) -> Option<NvidiaImage> {
+        if let Some(h) = elf::header(header) {
+            if h.machine != EM_CUDA {
+                return None;
+            }
+            return Some(NvidiaImage::Cubin(cubin_capability(h.abi_version, h.flags)));
+        }
+        ptx_target(header).map(NvidiaImage::Ptx)
+    }
+
+    /// Whether a device of capability `device` runs this image, by the stock plugin's rule for
+    /// cubins (same major version, device minor at least the image's) and the driver's for PTX
+    /// (any device at least as new).
+    pub fn runs_on(self, device: Capability) -> bool {
+        match self {
+            NvidiaImage::Cubin(image) => device.major == image.major && device.minor >= image.minor,
+            NvidiaImage::Ptx(image) => device >= image,
+        }
+    }
+}
+
+/// The capability a cubin was built for. Where `e_flags` holds it depends on the cubin ABI version
+/// (`e_ident[EI_ABIVERSION]`): up to 7 (ptxas 11 and 12) in the low byte, from 8 (ptxas 13) in the
+/// second byte.
+pub fn cubin_capability(abi_version: u8, flags: u32) -> Capability {
+    let sm = if abi_version >= 8 {
+        (flags >> 8) & 0xff
+    } else {
+        flags & 0xff
+    };
+    Capability::from_sm(sm)
+}
+
+/// The `.target sm_XY` of PTX text, if these bytes are PTX.
+fn ptx_target(text: &[u8]) -> Option<Capability> {
+    let text = std::str::from_utf8(&text[..text.iter().position(|&b| b == 0).unwrap_or(text.len())]).ok()?;
+    if !text.contains(".version") {
+        return None;
+    }
+    let after = &text[text.find(".target")? + ".target".len()..];
+    Capability::parse(after.trim_start().split([',', ' ', '\n', '\t']).next()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cubin_flags_by_abi_version() {
+        // ptxas 11.8 (ABI 7) sm_90, and ptxas 13 (ABI 8) sm_90, as measured.
+        assert_eq!(cubin_capability(7, 0x005A_055A), Capability { major: 9, minor: 0 });
+        assert_eq!(cubin_capability(8, 0x0600_5A04), Capability { major: 9, minor: 0 });
+        assert_eq!(cubin_capability(7, 0x0046_0546), Capability { major: 7, minor: 0 });
+    }
+
+    #[test]
+    fn arch_strings() {
+        assert_eq!(Capability::parse("sm_90"), Some(Capability { major: 9, minor: 0 }));
+        assert_eq!(Capability::parse("sm_90a"), Some(Capability { major: 9, minor: 0 }));
+        assert_eq!(Capability::parse("sm_100"), Some(Capability { major: 10, minor: 0 }));
+        assert_eq!(Capability::parse("sm_86").map(|c| c.to_string()), Some("sm_86".into()));
+        assert_eq!(Capability::parse("gfx90a"), None);
+        assert_eq!(Capability::parse("sm_"), None);
+    }
+
+    #[test]
+    fn stock_rule_for_cubins_and_newer_devices_for_ptx() {
+        let cubin = |n| NvidiaImage::Cubin(Capability::from_sm(n));
+        let dev = Capability::from_sm;
+        assert!(cubin(80).runs_on(dev(86)));
+        assert!(!cubin(86).runs_on(dev(80)));
+        assert!(
+            !cubin(80).runs_on(dev(90)),
+            "a cubin does not run on the next major version"
+        );
+        assert!(NvidiaImage::Ptx(dev(70)).runs_on(dev(90)));
+        assert!(!NvidiaImage::Ptx(dev(90)).runs_on(dev(80)));
+    }
+
+    #[test]
+    fn ptx_text_is_recognised() {
+        let ptx = b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_80\n.address_size 64\n";
+        assert_eq!(
+            NvidiaImage::detect(ptx),
+            Some(NvidiaImage::Ptx(Capability::from_sm(80)))
+        );
+        assert_eq!(NvidiaImage::detect(b"not an image"), None);
+        assert_eq!(NvidiaImage::detect(b"\x7fELF"), None);
+    }
+}

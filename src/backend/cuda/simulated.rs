@@ -1,0 +1,873 @@
+//! A simulated CUDA driver, substituted for `libcuda` in-process so that the CUDA backend's own logic
+//! runs in tests without a GPU: device memory is host memory it tracks, streams are ordered host
+//! queues run when synchronised or queried, events mark positions in them, modules are read from real
+//! cubins (kernels and globals from their symbol tables), and kernels run as Rust closures registered
+//! by name. Every entry point counts its calls and can be made to fail once ([`fail_next`]), so that
+//! fault handling is tested call by call.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::sys::{self, CuDevice, CuDevicePtr, CuHandle, CuResult, Driver, Functions};
+use crate::util::elf;
+
+/// A kernel's behaviour: called with the values of its arguments.
+pub type KernelBody = Arc<dyn Fn(&[u64]) + Send + Sync>;
+
+/// One simulated GPU.
+#[derive(Clone, Copy, Debug)]
+pub struct SimGpu {
+    /// Compute capability major.
+    pub major: i32,
+    /// Compute capability minor.
+    pub minor: i32,
+    /// Streaming multiprocessors.
+    pub sms: i32,
+}
+
+/// A launch as the driver saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The kernel's name.
+    pub kernel: String,
+    /// Blocks, threads per block, dynamic shared memory.
+    pub geometry: (u32, u32, u32),
+    /// The stream it was queued on.
+    pub stream: usize,
+}
+
+enum Op {
+    Copy { dst: usize, src: usize, len: usize },
+    Launch { body: Option<KernelBody>, args: Vec<u64> },
+    Record { event: usize },
+}
+
+#[derive(Default)]
+struct Module {
+    kernels: HashMap<String, usize>,
+    /// Global name → (address, size), in memory the module owns.
+    globals: HashMap<String, (usize, usize)>,
+}
+
+/// Everything the simulated driver holds.
+#[derive(Default)]
+pub struct World {
+    gpus: Vec<SimGpu>,
+    /// `cuInit`'s answer.
+    init_result: CuResult,
+    next_handle: usize,
+    /// Calls per entry point.
+    pub calls: HashMap<&'static str, usize>,
+    /// Entry points in the order they were called.
+    pub log: Vec<&'static str>,
+    fail: Option<(&'static str, CuResult)>,
+    retained: HashMap<CuDevice, usize>,
+    contexts: HashMap<usize, CuDevice>,
+    /// Device, managed and pinned host allocations: address → size.
+    pub memory: HashMap<usize, usize>,
+    /// Host ranges registered with `cuMemHostRegister`.
+    pub registered: HashSet<usize>,
+    modules: HashMap<usize, Module>,
+    functions: HashMap<usize, String>,
+    streams: HashMap<usize, VecDeque<Op>>,
+    /// Event → (stream recorded on, whether the recording was reached).
+    events: HashMap<usize, Option<(usize, bool)>>,
+    bodies: HashMap<String, (usize, KernelBody)>,
+    /// Every launch, in order.
+    pub launches: Vec<Launch>,
+    /// Limits set with `cuCtxSetLimit`.
+    pub limits: HashMap<c_int, usize>,
+    /// Peer access enabled: (context, peer context).
+    pub peers: HashSet<(usize, usize)>,
+}
+
+static WORLD: Mutex<Option<World>> = Mutex::new(None);
+/// Tests that use the simulated driver run one at a time.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The simulated driver's state.
+pub fn world() -> MutexGuard<'static, Option<World>> {
+    WORLD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn with<R>(f: impl FnOnce(&mut World) -> R) -> R {
+    f(world().as_mut().expect("the simulated driver is reset first"))
+}
+
+/// Starts afresh with `gpus` (and `cuInit` answering `init_result`), freeing what the last test left.
+pub fn reset(gpus: &[SimGpu], init_result: CuResult) {
+    let mut slot = world();
+    if let Some(old) = slot.take() {
+        for (&ptr, _) in old.memory.iter() {
+            // SAFETY: every address in `memory` came from `libc::malloc` below.
+            unsafe { libc::free(ptr as *mut c_void) };
+        }
+    }
+    *slot = Some(World {
+        gpus: gpus.to_vec(),
+        init_result,
+        next_handle: 0x1000,
+        ..World::default()
+    });
+}
+
+/// The next call of `call` fails with `code` (once).
+pub fn fail_next(call: &'static str, code: CuResult) {
+    with(|w| w.fail = Some((call, code)));
+}
+
+/// Runs `body` for every launch of a kernel named `name`, with its first `args` argument values.
+pub fn register_kernel(name: &str, args: usize, body: KernelBody) {
+    with(|w| w.bodies.insert(name.to_string(), (args, body)));
+}
+
+/// What is still allocated or alive: (memory blocks, modules, streams, events, retained contexts).
+pub fn live() -> (usize, usize, usize, usize, usize) {
+    with(|w| {
+        (
+            w.memory.len(),
+            w.modules.len(),
+            w.streams.len(),
+            w.events.len(),
+            w.retained.values().sum(),
+        )
+    })
+}
+
+/// Counts a call, and fails it when armed.
+fn enter(w: &mut World, call: &'static str) -> Result<(), CuResult> {
+    *w.calls.entry(call).or_default() += 1;
+    w.log.push(call);
+    match w.fail {
+        Some((armed, code)) if armed == call => {
+            w.fail = None;
+            Err(code)
+        }
+        _ => Ok(()),
+    }
+}
+
+fn handle(w: &mut World) -> usize {
+    w.next_handle += 0x10;
+    w.next_handle
+}
+
+/// Runs `f` on the world after counting `call`; a failure armed for it is returned instead.
+fn call(name: &'static str, f: impl FnOnce(&mut World) -> CuResult) -> CuResult {
+    with(|w| match enter(w, name) {
+        Ok(()) => f(w),
+        Err(code) => code,
+    })
+}
+
+fn gpu(w: &World, device: CuDevice) -> Option<SimGpu> {
+    usize::try_from(device).ok().and_then(|i| w.gpus.get(i)).copied()
+}
+
+/// Runs a stream's queued work in order, outside the lock (a kernel body may call the driver, through
+/// the plugin's RPC server, while it runs).
+fn drain(stream: usize) -> CuResult {
+    loop {
+        let op = with(|w| w.streams.get_mut(&stream).map(|q| q.pop_front()));
+        match op {
+            None => return sys::CUDA_ERROR_INVALID_VALUE,
+            Some(None) => return sys::CUDA_SUCCESS,
+            Some(Some(Op::Copy { dst, src, len })) => {
+                // SAFETY: the backend queued a copy between ranges it owns for `len` bytes, valid until
+                // the stream is synchronised, which is now.
+                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
+            }
+            Some(Some(Op::Launch { body, args })) => {
+                if let Some(body) = body {
+                    body(&args);
+                }
+            }
+            Some(Some(Op::Record { event })) => with(|w| {
+                if let Some(Some((_, reached))) = w.events.get_mut(&event) {
+                    *reached = true;
+                }
+            }),
+        }
+    }
+}
+
+fn queue(stream: CuHandle, op: Op) -> CuResult {
+    with(|w| match w.streams.get_mut(&(stream as usize)) {
+        Some(q) => {
+            q.push_back(op);
+            sys::CUDA_SUCCESS
+        }
+        None => sys::CUDA_ERROR_INVALID_VALUE,
+    })
+}
+
+fn known_range(w: &World, ptr: usize, len: usize) -> bool {
+    w.memory
+        .iter()
+        .any(|(&start, &size)| ptr >= start && ptr + len <= start + size)
+        || w.modules
+            .values()
+            .flat_map(|m| m.globals.values())
+            .any(|&(start, size)| ptr >= start && ptr + len <= start + size)
+}
+
+unsafe extern "C" fn cu_init(_flags: c_uint) -> CuResult {
+    call("cuInit", |w| w.init_result)
+}
+
+unsafe extern "C" fn cu_driver_get_version(version: *mut c_int) -> CuResult {
+    call("cuDriverGetVersion", |_| {
+        // SAFETY: the backend passes a writable int.
+        unsafe { *version = 12020 };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_get_error_name(error: CuResult, name: *mut *const c_char) -> CuResult {
+    let text: &'static CStr = match error {
+        1 => c"CUDA_ERROR_INVALID_VALUE",
+        2 => c"CUDA_ERROR_OUT_OF_MEMORY",
+        100 => c"CUDA_ERROR_NO_DEVICE",
+        200 => c"CUDA_ERROR_INVALID_IMAGE",
+        500 => c"CUDA_ERROR_NOT_FOUND",
+        700 => c"CUDA_ERROR_ILLEGAL_ADDRESS",
+        999 => c"CUDA_ERROR_UNKNOWN",
+        _ => return sys::CUDA_ERROR_INVALID_VALUE,
+    };
+    // SAFETY: the backend passes a writable pointer.
+    unsafe { *name = text.as_ptr() };
+    sys::CUDA_SUCCESS
+}
+
+unsafe extern "C" fn cu_device_get_count(count: *mut c_int) -> CuResult {
+    call("cuDeviceGetCount", |w| {
+        // SAFETY: writable per the API.
+        unsafe { *count = w.gpus.len() as c_int };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_device_get(device: *mut CuDevice, ordinal: c_int) -> CuResult {
+    call("cuDeviceGet", |w| {
+        if gpu(w, ordinal).is_none() {
+            return 101; // CUDA_ERROR_INVALID_DEVICE
+        }
+        // SAFETY: writable per the API.
+        unsafe { *device = ordinal };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_device_get_name(name: *mut c_char, len: c_int, device: CuDevice) -> CuResult {
+    call("cuDeviceGetName", |w| {
+        let Some(_) = gpu(w, device) else { return 101 };
+        let text = format!("Simulated GPU {device}\0");
+        let n = text.len().min(len.max(0) as usize);
+        // SAFETY: `name` is writable for `len` bytes per the API.
+        unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), name.cast(), n) };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_device_get_attribute(value: *mut c_int, which: c_int, device: CuDevice) -> CuResult {
+    call("cuDeviceGetAttribute", |w| {
+        let Some(g) = gpu(w, device) else { return 101 };
+        use sys::attribute as a;
+        let v = match which {
+            a::MAX_THREADS_PER_BLOCK | a::MAX_BLOCK_DIM_X => 1024,
+            a::MAX_BLOCK_DIM_Y => 1024,
+            a::MAX_BLOCK_DIM_Z => 64,
+            a::MAX_GRID_DIM_X => i32::MAX,
+            a::MAX_GRID_DIM_Y | a::MAX_GRID_DIM_Z => 65535,
+            a::WARP_SIZE => 32,
+            a::MULTIPROCESSOR_COUNT => g.sms,
+            a::COMPUTE_CAPABILITY_MAJOR => g.major,
+            a::COMPUTE_CAPABILITY_MINOR => g.minor,
+            a::UNIFIED_ADDRESSING | a::MANAGED_MEMORY => 1,
+            _ => 0,
+        };
+        // SAFETY: writable per the API.
+        unsafe { *value = v };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_device_total_mem(bytes: *mut usize, device: CuDevice) -> CuResult {
+    call("cuDeviceTotalMem_v2", |w| {
+        let Some(_) = gpu(w, device) else { return 101 };
+        // SAFETY: writable per the API.
+        unsafe { *bytes = 80 << 30 };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_device_can_access_peer(can: *mut c_int, device: CuDevice, peer: CuDevice) -> CuResult {
+    call("cuDeviceCanAccessPeer", |w| {
+        if gpu(w, device).is_none() || gpu(w, peer).is_none() {
+            return 101;
+        }
+        // SAFETY: writable per the API.
+        unsafe { *can = 1 };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_primary_ctx_get_state(device: CuDevice, flags: *mut c_uint, active: *mut c_int) -> CuResult {
+    call("cuDevicePrimaryCtxGetState", |w| {
+        // SAFETY: writable per the API.
+        unsafe {
+            *flags = sys::CTX_SCHED_BLOCKING_SYNC;
+            *active = c_int::from(w.retained.get(&device).copied().unwrap_or(0) > 0);
+        }
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_primary_ctx_set_flags(device: CuDevice, _flags: c_uint) -> CuResult {
+    call("cuDevicePrimaryCtxSetFlags_v2", |w| {
+        if gpu(w, device).is_some() {
+            0
+        } else {
+            101
+        }
+    })
+}
+
+fn context_of(device: CuDevice) -> usize {
+    0x7000_0000 + device as usize * 0x100
+}
+
+unsafe extern "C" fn cu_primary_ctx_retain(context: *mut CuHandle, device: CuDevice) -> CuResult {
+    call("cuDevicePrimaryCtxRetain", |w| {
+        if gpu(w, device).is_none() {
+            return 101;
+        }
+        *w.retained.entry(device).or_default() += 1;
+        w.contexts.insert(context_of(device), device);
+        // SAFETY: writable per the API.
+        unsafe { *context = context_of(device) as CuHandle };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_primary_ctx_release(device: CuDevice) -> CuResult {
+    call("cuDevicePrimaryCtxRelease_v2", |w| match w.retained.get_mut(&device) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            sys::CUDA_SUCCESS
+        }
+        _ => 201, // CUDA_ERROR_INVALID_CONTEXT
+    })
+}
+
+unsafe extern "C" fn cu_ctx_set_current(context: CuHandle) -> CuResult {
+    call("cuCtxSetCurrent", |w| {
+        if w.contexts.contains_key(&(context as usize)) {
+            0
+        } else {
+            201
+        }
+    })
+}
+
+unsafe extern "C" fn cu_ctx_set_limit(limit: c_int, value: usize) -> CuResult {
+    call("cuCtxSetLimit", |w| {
+        w.limits.insert(limit, value);
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_ctx_enable_peer_access(peer: CuHandle, _flags: c_uint) -> CuResult {
+    call("cuCtxEnablePeerAccess", |w| {
+        w.peers.insert((0, peer as usize));
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_module_load_data_ex(
+    module: *mut CuHandle,
+    image: *const c_void,
+    _options: c_uint,
+    _keys: *mut c_int,
+    _values: *mut *mut c_void,
+) -> CuResult {
+    call("cuModuleLoadDataEx", |w| {
+        // SAFETY: the image starts with an ELF header (checked next); its full length is read from
+        // the header's section table, within the bytes the backend passed, which are a whole cubin
+        // in these tests.
+        let header = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), 64) };
+        let Some(h) = elf::header(header) else {
+            return sys::CUDA_ERROR_INVALID_IMAGE;
+        };
+        if h.machine != super::image::EM_CUDA {
+            return sys::CUDA_ERROR_INVALID_IMAGE;
+        }
+        // The section headers end the file (as ptxas lays a cubin out).
+        let shoff = u64::from_le_bytes(header[40..48].try_into().unwrap()) as usize;
+        let shnum = u16::from_le_bytes(header[60..62].try_into().unwrap()) as usize;
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), shoff + shnum * 64) };
+        let Some(parsed) = elf::Image::parse(bytes) else {
+            return sys::CUDA_ERROR_INVALID_IMAGE;
+        };
+        let mut loaded = Module::default();
+        for (name, symbol) in parsed.symbols() {
+            let name = String::from_utf8_lossy(name).into_owned();
+            if symbol.kind == 2 && symbol.size > 0 {
+                let function = handle(w);
+                w.functions.insert(function, name.clone());
+                loaded.kernels.insert(name, function);
+            } else if symbol.kind == 1 && symbol.size > 0 {
+                // SAFETY: calloc has no preconditions.
+                let ptr = unsafe { libc::calloc(1, symbol.size as usize) } as usize;
+                loaded.globals.insert(name, (ptr, symbol.size as usize));
+            }
+        }
+        let id = handle(w);
+        w.modules.insert(id, loaded);
+        // SAFETY: writable per the API.
+        unsafe { *module = id as CuHandle };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_module_unload(module: CuHandle) -> CuResult {
+    call("cuModuleUnload", |w| match w.modules.remove(&(module as usize)) {
+        Some(m) => {
+            for (ptr, _) in m.globals.values() {
+                // SAFETY: from calloc at load.
+                unsafe { libc::free(*ptr as *mut c_void) };
+            }
+            for f in m.kernels.values() {
+                w.functions.remove(f);
+            }
+            sys::CUDA_SUCCESS
+        }
+        None => sys::CUDA_ERROR_INVALID_VALUE,
+    })
+}
+
+unsafe extern "C" fn cu_module_get_function(
+    function: *mut CuHandle,
+    module: CuHandle,
+    name: *const c_char,
+) -> CuResult {
+    call("cuModuleGetFunction", |w| {
+        // SAFETY: NUL-terminated per the API.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        match w
+            .modules
+            .get(&(module as usize))
+            .and_then(|m| m.kernels.get(name.as_ref()))
+        {
+            Some(&f) => {
+                // SAFETY: writable per the API.
+                unsafe { *function = f as CuHandle };
+                sys::CUDA_SUCCESS
+            }
+            None => sys::CUDA_ERROR_NOT_FOUND,
+        }
+    })
+}
+
+unsafe extern "C" fn cu_module_get_global(
+    ptr: *mut CuDevicePtr,
+    bytes: *mut usize,
+    module: CuHandle,
+    name: *const c_char,
+) -> CuResult {
+    call("cuModuleGetGlobal_v2", |w| {
+        // SAFETY: NUL-terminated per the API.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        match w
+            .modules
+            .get(&(module as usize))
+            .and_then(|m| m.globals.get(name.as_ref()))
+        {
+            Some(&(addr, size)) => {
+                // SAFETY: writable per the API.
+                unsafe {
+                    *ptr = addr as CuDevicePtr;
+                    *bytes = size;
+                }
+                sys::CUDA_SUCCESS
+            }
+            None => sys::CUDA_ERROR_NOT_FOUND,
+        }
+    })
+}
+
+unsafe extern "C" fn cu_func_get_attribute(value: *mut c_int, _which: c_int, function: CuHandle) -> CuResult {
+    call("cuFuncGetAttribute", |w| {
+        if !w.functions.contains_key(&(function as usize)) {
+            return sys::CUDA_ERROR_INVALID_VALUE;
+        }
+        // SAFETY: writable per the API.
+        unsafe { *value = 896 };
+        sys::CUDA_SUCCESS
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn cu_launch_kernel(
+    function: CuHandle,
+    grid_x: c_uint,
+    _grid_y: c_uint,
+    _grid_z: c_uint,
+    block_x: c_uint,
+    _block_y: c_uint,
+    _block_z: c_uint,
+    shared: c_uint,
+    stream: CuHandle,
+    params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+) -> CuResult {
+    let prepared = with(|w| {
+        enter(w, "cuLaunchKernel")?;
+        let name = w
+            .functions
+            .get(&(function as usize))
+            .cloned()
+            .ok_or(sys::CUDA_ERROR_INVALID_VALUE)?;
+        if !w.streams.contains_key(&(stream as usize)) {
+            return Err(sys::CUDA_ERROR_INVALID_VALUE);
+        }
+        w.launches.push(Launch {
+            kernel: name.clone(),
+            geometry: (grid_x, block_x, shared),
+            stream: stream as usize,
+        });
+        let (count, body) = match w.bodies.get(&name) {
+            Some((count, body)) => (*count, Some(Arc::clone(body))),
+            None => (0, None),
+        };
+        // The driver copies the parameter values now, as the real one does.
+        // SAFETY: `params` holds a pointer to each argument's 8-byte value (the backend's contract).
+        let args = (0..count).map(|i| unsafe { *(*params.add(i)).cast::<u64>() }).collect();
+        Ok(Op::Launch { body, args })
+    });
+    match prepared {
+        Ok(op) => queue(stream, op),
+        Err(code) => code,
+    }
+}
+
+fn alloc(w: &mut World, bytes: usize) -> Result<usize, CuResult> {
+    if bytes > 1 << 40 {
+        return Err(sys::CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    // SAFETY: calloc has no preconditions.
+    let ptr = unsafe { libc::calloc(1, bytes.max(1)) } as usize;
+    w.memory.insert(ptr, bytes);
+    Ok(ptr)
+}
+
+fn free(w: &mut World, ptr: usize) -> CuResult {
+    match w.memory.remove(&ptr) {
+        Some(_) => {
+            // SAFETY: from calloc in `alloc`.
+            unsafe { libc::free(ptr as *mut c_void) };
+            sys::CUDA_SUCCESS
+        }
+        None => sys::CUDA_ERROR_INVALID_VALUE,
+    }
+}
+
+unsafe extern "C" fn cu_mem_alloc(ptr: *mut CuDevicePtr, bytes: usize) -> CuResult {
+    call("cuMemAlloc_v2", |w| match alloc(w, bytes) {
+        // SAFETY: writable per the API.
+        Ok(p) => unsafe {
+            *ptr = p as CuDevicePtr;
+            0
+        },
+        Err(code) => code,
+    })
+}
+
+unsafe extern "C" fn cu_mem_free(ptr: CuDevicePtr) -> CuResult {
+    call("cuMemFree_v2", |w| free(w, ptr as usize))
+}
+
+unsafe extern "C" fn cu_mem_alloc_host(ptr: *mut *mut c_void, bytes: usize) -> CuResult {
+    call("cuMemAllocHost_v2", |w| match alloc(w, bytes) {
+        // SAFETY: writable per the API.
+        Ok(p) => unsafe {
+            *ptr = p as *mut c_void;
+            0
+        },
+        Err(code) => code,
+    })
+}
+
+unsafe extern "C" fn cu_mem_free_host(ptr: *mut c_void) -> CuResult {
+    call("cuMemFreeHost", |w| free(w, ptr as usize))
+}
+
+unsafe extern "C" fn cu_mem_alloc_managed(ptr: *mut CuDevicePtr, bytes: usize, _flags: c_uint) -> CuResult {
+    call("cuMemAllocManaged", |w| match alloc(w, bytes) {
+        // SAFETY: writable per the API.
+        Ok(p) => unsafe {
+            *ptr = p as CuDevicePtr;
+            0
+        },
+        Err(code) => code,
+    })
+}
+
+unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, _bytes: usize, _flags: c_uint) -> CuResult {
+    call("cuMemHostRegister_v2", |w| {
+        if w.registered.insert(ptr as usize) {
+            0
+        } else {
+            sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+        }
+    })
+}
+
+unsafe extern "C" fn cu_mem_host_unregister(ptr: *mut c_void) -> CuResult {
+    call("cuMemHostUnregister", |w| {
+        if w.registered.remove(&(ptr as usize)) {
+            0
+        } else {
+            713 // CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
+        }
+    })
+}
+
+/// Queues a copy after checking that the device side is simulated memory.
+fn copy(name: &'static str, dst: usize, src: usize, len: usize, device_side: &[usize], stream: CuHandle) -> CuResult {
+    let checked = with(|w| {
+        enter(w, name)?;
+        if device_side.iter().all(|&p| known_range(w, p, len)) {
+            Ok(())
+        } else {
+            Err(sys::CUDA_ERROR_INVALID_VALUE)
+        }
+    });
+    match checked {
+        Ok(()) => queue(stream, Op::Copy { dst, src, len }),
+        Err(code) => code,
+    }
+}
+
+unsafe extern "C" fn cu_memcpy_htod(dst: CuDevicePtr, src: *const c_void, bytes: usize, stream: CuHandle) -> CuResult {
+    copy(
+        "cuMemcpyHtoDAsync_v2",
+        dst as usize,
+        src as usize,
+        bytes,
+        &[dst as usize],
+        stream,
+    )
+}
+
+unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult {
+    copy(
+        "cuMemcpyDtoHAsync_v2",
+        dst as usize,
+        src as usize,
+        bytes,
+        &[src as usize],
+        stream,
+    )
+}
+
+unsafe extern "C" fn cu_memcpy_dtod(dst: CuDevicePtr, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult {
+    copy(
+        "cuMemcpyDtoDAsync_v2",
+        dst as usize,
+        src as usize,
+        bytes,
+        &[src as usize, dst as usize],
+        stream,
+    )
+}
+
+unsafe extern "C" fn cu_memcpy_peer(
+    dst: CuDevicePtr,
+    _dst_context: CuHandle,
+    src: CuDevicePtr,
+    _src_context: CuHandle,
+    bytes: usize,
+    stream: CuHandle,
+) -> CuResult {
+    copy(
+        "cuMemcpyPeerAsync",
+        dst as usize,
+        src as usize,
+        bytes,
+        &[src as usize, dst as usize],
+        stream,
+    )
+}
+
+unsafe extern "C" fn cu_stream_create(stream: *mut CuHandle, _flags: c_uint) -> CuResult {
+    call("cuStreamCreate", |w| {
+        let id = handle(w);
+        w.streams.insert(id, VecDeque::new());
+        // SAFETY: writable per the API.
+        unsafe { *stream = id as CuHandle };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_stream_destroy(stream: CuHandle) -> CuResult {
+    call("cuStreamDestroy_v2", |w| match w.streams.remove(&(stream as usize)) {
+        Some(_) => 0,
+        None => sys::CUDA_ERROR_INVALID_VALUE,
+    })
+}
+
+/// A failed wait stands for failed work, as with a real GPU (whose errors are sticky): the stream's
+/// queued work is dropped, never run later against memory its owner has since reused.
+fn fail_stream(w: &mut World, stream: usize, code: CuResult) -> CuResult {
+    if let Some(q) = w.streams.get_mut(&stream) {
+        q.clear();
+    }
+    code
+}
+
+unsafe extern "C" fn cu_stream_synchronize(stream: CuHandle) -> CuResult {
+    match with(|w| enter(w, "cuStreamSynchronize").map_err(|code| fail_stream(w, stream as usize, code))) {
+        Ok(()) => drain(stream as usize),
+        Err(code) => code,
+    }
+}
+
+unsafe extern "C" fn cu_stream_query(stream: CuHandle) -> CuResult {
+    // Work left is "not ready" once; the query then lets it run, as time passing would.
+    let pending = with(|w| {
+        enter(w, "cuStreamQuery").map_err(|code| fail_stream(w, stream as usize, code))?;
+        Ok(w.streams.get(&(stream as usize)).map(|q| !q.is_empty()))
+    });
+    match pending {
+        Err(code) => code,
+        Ok(None) => sys::CUDA_ERROR_INVALID_VALUE,
+        Ok(Some(true)) => {
+            drain(stream as usize);
+            sys::CUDA_ERROR_NOT_READY
+        }
+        Ok(Some(false)) => sys::CUDA_SUCCESS,
+    }
+}
+
+unsafe extern "C" fn cu_stream_wait_event(stream: CuHandle, event: CuHandle, _flags: c_uint) -> CuResult {
+    let recorded = with(|w| {
+        enter(w, "cuStreamWaitEvent")?;
+        if !w.streams.contains_key(&(stream as usize)) {
+            return Err(sys::CUDA_ERROR_INVALID_VALUE);
+        }
+        w.events
+            .get(&(event as usize))
+            .copied()
+            .ok_or(sys::CUDA_ERROR_INVALID_VALUE)
+    });
+    match recorded {
+        Err(code) => code,
+        // The waiting stream's later work runs after the recording: run the recording's stream now.
+        Ok(Some((on, false))) => drain(on),
+        Ok(_) => sys::CUDA_SUCCESS,
+    }
+}
+
+unsafe extern "C" fn cu_event_create(event: *mut CuHandle, _flags: c_uint) -> CuResult {
+    call("cuEventCreate", |w| {
+        let id = handle(w);
+        w.events.insert(id, None);
+        // SAFETY: writable per the API.
+        unsafe { *event = id as CuHandle };
+        sys::CUDA_SUCCESS
+    })
+}
+
+unsafe extern "C" fn cu_event_destroy(event: CuHandle) -> CuResult {
+    call("cuEventDestroy_v2", |w| match w.events.remove(&(event as usize)) {
+        Some(_) => 0,
+        None => sys::CUDA_ERROR_INVALID_VALUE,
+    })
+}
+
+unsafe extern "C" fn cu_event_record(event: CuHandle, stream: CuHandle) -> CuResult {
+    let ok = with(|w| {
+        enter(w, "cuEventRecord")?;
+        match w.events.get_mut(&(event as usize)) {
+            Some(state) => {
+                *state = Some((stream as usize, false));
+                Ok(())
+            }
+            None => Err(sys::CUDA_ERROR_INVALID_VALUE),
+        }
+    });
+    match ok {
+        Ok(()) => queue(stream, Op::Record { event: event as usize }),
+        Err(code) => code,
+    }
+}
+
+unsafe extern "C" fn cu_event_synchronize(event: CuHandle) -> CuResult {
+    let recorded = with(|w| {
+        enter(w, "cuEventSynchronize")?;
+        w.events
+            .get(&(event as usize))
+            .copied()
+            .ok_or(sys::CUDA_ERROR_INVALID_VALUE)
+    });
+    match recorded {
+        Err(code) => code,
+        Ok(Some((on, false))) => drain(on),
+        Ok(_) => sys::CUDA_SUCCESS,
+    }
+}
+
+/// The simulated driver's table, as `Driver::open` would have filled it from a library.
+pub fn driver() -> &'static Driver {
+    static DRIVER: std::sync::OnceLock<Driver> = std::sync::OnceLock::new();
+    DRIVER.get_or_init(|| Driver {
+        library: "simulated libcuda".into(),
+        functions: Functions {
+            cuInit: cu_init,
+            cuDriverGetVersion: cu_driver_get_version,
+            cuGetErrorName: cu_get_error_name,
+            cuDeviceGetCount: cu_device_get_count,
+            cuDeviceGet: cu_device_get,
+            cuDeviceGetName: cu_device_get_name,
+            cuDeviceGetAttribute: cu_device_get_attribute,
+            cuDeviceTotalMem_v2: cu_device_total_mem,
+            cuDeviceCanAccessPeer: cu_device_can_access_peer,
+            cuDevicePrimaryCtxGetState: cu_primary_ctx_get_state,
+            cuDevicePrimaryCtxSetFlags_v2: cu_primary_ctx_set_flags,
+            cuDevicePrimaryCtxRetain: cu_primary_ctx_retain,
+            cuDevicePrimaryCtxRelease_v2: cu_primary_ctx_release,
+            cuCtxSetCurrent: cu_ctx_set_current,
+            cuCtxSetLimit: cu_ctx_set_limit,
+            cuCtxEnablePeerAccess: cu_ctx_enable_peer_access,
+            cuModuleLoadDataEx: cu_module_load_data_ex,
+            cuModuleUnload: cu_module_unload,
+            cuModuleGetFunction: cu_module_get_function,
+            cuModuleGetGlobal_v2: cu_module_get_global,
+            cuFuncGetAttribute: cu_func_get_attribute,
+            cuLaunchKernel: cu_launch_kernel,
+            cuMemAlloc_v2: cu_mem_alloc,
+            cuMemFree_v2: cu_mem_free,
+            cuMemAllocHost_v2: cu_mem_alloc_host,
+            cuMemFreeHost: cu_mem_free_host,
+            cuMemAllocManaged: cu_mem_alloc_managed,
+            cuMemHostRegister_v2: cu_mem_host_register,
+            cuMemHostUnregister: cu_mem_host_unregister,
+            cuMemcpyHtoDAsync_v2: cu_memcpy_htod,
+            cuMemcpyDtoHAsync_v2: cu_memcpy_dtoh,
+            cuMemcpyDtoDAsync_v2: cu_memcpy_dtod,
+            cuMemcpyPeerAsync: cu_memcpy_peer,
+            cuStreamCreate: cu_stream_create,
+            cuStreamDestroy_v2: cu_stream_destroy,
+            cuStreamSynchronize: cu_stream_synchronize,
+            cuStreamQuery: cu_stream_query,
+            cuStreamWaitEvent: cu_stream_wait_event,
+            cuEventCreate: cu_event_create,
+            cuEventDestroy_v2: cu_event_destroy,
+            cuEventRecord: cu_event_record,
+            cuEventSynchronize: cu_event_synchronize,
+        },
+    })
+}

@@ -1,0 +1,301 @@
+//! The CUDA driver as the plugin sees it: the few types and constants it uses, and one typed
+//! function pointer per driver entry point, resolved at run time from `libcuda.so.1`. Nothing here
+//! checks results; `result.rs` does.
+//!
+//! Hand-written from the CUDA driver API's documented ABI (the same one LLVM's `dynamic_cuda/cuda.h`
+//! declares). Entry points that the driver versions with a `_v2` suffix are resolved by that name, as
+//! the stock plugin's headers do.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+
+/// A driver status; 0 is success.
+pub type CuResult = c_int;
+/// A device ordinal as the driver knows it.
+pub type CuDevice = c_int;
+/// A device address.
+pub type CuDevicePtr = u64;
+/// An opaque driver handle (context, module, function, stream, event).
+pub type CuHandle = *mut c_void;
+
+/// `CUDA_SUCCESS`.
+pub const CUDA_SUCCESS: CuResult = 0;
+/// `CUDA_ERROR_INVALID_VALUE`.
+pub const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
+/// `CUDA_ERROR_OUT_OF_MEMORY`.
+pub const CUDA_ERROR_OUT_OF_MEMORY: CuResult = 2;
+/// `CUDA_ERROR_NO_DEVICE`: the driver works and there is no GPU.
+pub const CUDA_ERROR_NO_DEVICE: CuResult = 100;
+/// `CUDA_ERROR_INVALID_IMAGE`.
+pub const CUDA_ERROR_INVALID_IMAGE: CuResult = 200;
+/// `CUDA_ERROR_NOT_FOUND`: no such symbol in a module.
+pub const CUDA_ERROR_NOT_FOUND: CuResult = 500;
+/// `CUDA_ERROR_NOT_READY`: a queried stream or event has work left.
+pub const CUDA_ERROR_NOT_READY: CuResult = 600;
+/// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
+pub const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CuResult = 704;
+/// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`: another device of this process pinned the range.
+pub const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CuResult = 712;
+/// `CUDA_ERROR_TOO_MANY_PEERS`.
+pub const CUDA_ERROR_TOO_MANY_PEERS: CuResult = 711;
+
+/// `CUdevice_attribute` values the plugin reads.
+pub mod attribute {
+    use std::ffi::c_int;
+    pub const MAX_THREADS_PER_BLOCK: c_int = 1;
+    pub const MAX_BLOCK_DIM_X: c_int = 2;
+    pub const MAX_BLOCK_DIM_Y: c_int = 3;
+    pub const MAX_BLOCK_DIM_Z: c_int = 4;
+    pub const MAX_GRID_DIM_X: c_int = 5;
+    pub const MAX_GRID_DIM_Y: c_int = 6;
+    pub const MAX_GRID_DIM_Z: c_int = 7;
+    pub const MAX_SHARED_MEMORY_PER_BLOCK: c_int = 8;
+    pub const TOTAL_CONSTANT_MEMORY: c_int = 9;
+    pub const WARP_SIZE: c_int = 10;
+    pub const MAX_PITCH: c_int = 11;
+    pub const MAX_REGISTERS_PER_BLOCK: c_int = 12;
+    pub const CLOCK_RATE: c_int = 13;
+    pub const TEXTURE_ALIGNMENT: c_int = 14;
+    pub const GPU_OVERLAP: c_int = 15;
+    pub const MULTIPROCESSOR_COUNT: c_int = 16;
+    pub const KERNEL_EXEC_TIMEOUT: c_int = 17;
+    pub const INTEGRATED: c_int = 18;
+    pub const CAN_MAP_HOST_MEMORY: c_int = 19;
+    pub const COMPUTE_MODE: c_int = 20;
+    pub const CONCURRENT_KERNELS: c_int = 31;
+    pub const ECC_ENABLED: c_int = 32;
+    pub const MEMORY_CLOCK_RATE: c_int = 36;
+    pub const GLOBAL_MEMORY_BUS_WIDTH: c_int = 37;
+    pub const L2_CACHE_SIZE: c_int = 38;
+    pub const MAX_THREADS_PER_MULTIPROCESSOR: c_int = 39;
+    pub const ASYNC_ENGINE_COUNT: c_int = 40;
+    pub const UNIFIED_ADDRESSING: c_int = 41;
+    pub const COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+    pub const COMPUTE_CAPABILITY_MINOR: c_int = 76;
+    pub const MANAGED_MEMORY: c_int = 83;
+    pub const MULTI_GPU_BOARD: c_int = 84;
+    pub const CONCURRENT_MANAGED_ACCESS: c_int = 89;
+    pub const COMPUTE_PREEMPTION_SUPPORTED: c_int = 90;
+    pub const COOPERATIVE_LAUNCH: c_int = 95;
+}
+
+/// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+pub const FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 0;
+/// `CU_LIMIT_STACK_SIZE`.
+pub const LIMIT_STACK_SIZE: c_int = 0;
+/// `CU_LIMIT_MALLOC_HEAP_SIZE`.
+pub const LIMIT_MALLOC_HEAP_SIZE: c_int = 2;
+/// `CU_CTX_SCHED_BLOCKING_SYNC`: a waiting host thread sleeps instead of spinning.
+pub const CTX_SCHED_BLOCKING_SYNC: c_uint = 4;
+/// `CU_CTX_SCHED_MASK`.
+pub const CTX_SCHED_MASK: c_uint = 7;
+/// `CU_STREAM_NON_BLOCKING`: no implicit ordering with the legacy default stream.
+pub const STREAM_NON_BLOCKING: c_uint = 1;
+/// `CU_EVENT_DEFAULT`.
+pub const EVENT_DEFAULT: c_uint = 0;
+/// `CU_MEM_ATTACH_GLOBAL`: managed memory any stream may use.
+pub const MEM_ATTACH_GLOBAL: c_uint = 1;
+/// `CU_MEMHOSTREGISTER_PORTABLE`: pinned for every context of the process.
+pub const MEMHOSTREGISTER_PORTABLE: c_uint = 1;
+
+/// The driver's entry points the plugin uses, with the C signatures of the CUDA driver API.
+#[derive(Clone, Copy)]
+#[allow(non_snake_case, missing_docs)]
+pub struct Functions {
+    pub cuInit: unsafe extern "C" fn(flags: c_uint) -> CuResult,
+    pub cuDriverGetVersion: unsafe extern "C" fn(version: *mut c_int) -> CuResult,
+    pub cuGetErrorName: unsafe extern "C" fn(error: CuResult, name: *mut *const c_char) -> CuResult,
+    pub cuDeviceGetCount: unsafe extern "C" fn(count: *mut c_int) -> CuResult,
+    pub cuDeviceGet: unsafe extern "C" fn(device: *mut CuDevice, ordinal: c_int) -> CuResult,
+    pub cuDeviceGetName: unsafe extern "C" fn(name: *mut c_char, len: c_int, device: CuDevice) -> CuResult,
+    pub cuDeviceGetAttribute: unsafe extern "C" fn(value: *mut c_int, attribute: c_int, device: CuDevice) -> CuResult,
+    pub cuDeviceTotalMem_v2: unsafe extern "C" fn(bytes: *mut usize, device: CuDevice) -> CuResult,
+    pub cuDeviceCanAccessPeer: unsafe extern "C" fn(can: *mut c_int, device: CuDevice, peer: CuDevice) -> CuResult,
+    pub cuDevicePrimaryCtxGetState:
+        unsafe extern "C" fn(device: CuDevice, flags: *mut c_uint, active: *mut c_int) -> CuResult,
+    pub cuDevicePrimaryCtxSetFlags_v2: unsafe extern "C" fn(device: CuDevice, flags: c_uint) -> CuResult,
+    pub cuDevicePrimaryCtxRetain: unsafe extern "C" fn(context: *mut CuHandle, device: CuDevice) -> CuResult,
+    pub cuDevicePrimaryCtxRelease_v2: unsafe extern "C" fn(device: CuDevice) -> CuResult,
+    pub cuCtxSetCurrent: unsafe extern "C" fn(context: CuHandle) -> CuResult,
+    pub cuCtxSetLimit: unsafe extern "C" fn(limit: c_int, value: usize) -> CuResult,
+    pub cuCtxEnablePeerAccess: unsafe extern "C" fn(peer: CuHandle, flags: c_uint) -> CuResult,
+    pub cuModuleLoadDataEx: unsafe extern "C" fn(
+        module: *mut CuHandle,
+        image: *const c_void,
+        options: c_uint,
+        option_keys: *mut c_int,
+        option_values: *mut *mut c_void,
+    ) -> CuResult,
+    pub cuModuleUnload: unsafe extern "C" fn(module: CuHandle) -> CuResult,
+    pub cuModuleGetFunction:
+        unsafe extern "C" fn(function: *mut CuHandle, module: CuHandle, name: *const c_char) -> CuResult,
+    pub cuModuleGetGlobal_v2: unsafe extern "C" fn(
+        ptr: *mut CuDevicePtr,
+        bytes: *mut usize,
+        module: CuHandle,
+        name: *const c_char,
+    ) -> CuResult,
+    pub cuFuncGetAttribute: unsafe extern "C" fn(value: *mut c_int, attribute: c_int, function: CuHandle) -> CuResult,
+    pub cuLaunchKernel: unsafe extern "C" fn(
+        function: CuHandle,
+        grid_x: c_uint,
+        grid_y: c_uint,
+        grid_z: c_uint,
+        block_x: c_uint,
+        block_y: c_uint,
+        block_z: c_uint,
+        shared_bytes: c_uint,
+        stream: CuHandle,
+        params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> CuResult,
+    pub cuMemAlloc_v2: unsafe extern "C" fn(ptr: *mut CuDevicePtr, bytes: usize) -> CuResult,
+    pub cuMemFree_v2: unsafe extern "C" fn(ptr: CuDevicePtr) -> CuResult,
+    pub cuMemAllocHost_v2: unsafe extern "C" fn(ptr: *mut *mut c_void, bytes: usize) -> CuResult,
+    pub cuMemFreeHost: unsafe extern "C" fn(ptr: *mut c_void) -> CuResult,
+    pub cuMemAllocManaged: unsafe extern "C" fn(ptr: *mut CuDevicePtr, bytes: usize, flags: c_uint) -> CuResult,
+    pub cuMemHostRegister_v2: unsafe extern "C" fn(ptr: *mut c_void, bytes: usize, flags: c_uint) -> CuResult,
+    pub cuMemHostUnregister: unsafe extern "C" fn(ptr: *mut c_void) -> CuResult,
+    pub cuMemcpyHtoDAsync_v2:
+        unsafe extern "C" fn(dst: CuDevicePtr, src: *const c_void, bytes: usize, stream: CuHandle) -> CuResult,
+    pub cuMemcpyDtoHAsync_v2:
+        unsafe extern "C" fn(dst: *mut c_void, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult,
+    pub cuMemcpyDtoDAsync_v2:
+        unsafe extern "C" fn(dst: CuDevicePtr, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult,
+    pub cuMemcpyPeerAsync: unsafe extern "C" fn(
+        dst: CuDevicePtr,
+        dst_context: CuHandle,
+        src: CuDevicePtr,
+        src_context: CuHandle,
+        bytes: usize,
+        stream: CuHandle,
+    ) -> CuResult,
+    pub cuStreamCreate: unsafe extern "C" fn(stream: *mut CuHandle, flags: c_uint) -> CuResult,
+    pub cuStreamDestroy_v2: unsafe extern "C" fn(stream: CuHandle) -> CuResult,
+    pub cuStreamSynchronize: unsafe extern "C" fn(stream: CuHandle) -> CuResult,
+    pub cuStreamQuery: unsafe extern "C" fn(stream: CuHandle) -> CuResult,
+    pub cuStreamWaitEvent: unsafe extern "C" fn(stream: CuHandle, event: CuHandle, flags: c_uint) -> CuResult,
+    pub cuEventCreate: unsafe extern "C" fn(event: *mut CuHandle, flags: c_uint) -> CuResult,
+    pub cuEventDestroy_v2: unsafe extern "C" fn(event: CuHandle) -> CuResult,
+    pub cuEventRecord: unsafe extern "C" fn(event: CuHandle, stream: CuHandle) -> CuResult,
+    pub cuEventSynchronize: unsafe extern "C" fn(event: CuHandle) -> CuResult,
+}
+
+/// Why the driver could not be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// No file of these names could be loaded (the loader's message for the last one).
+    Library(String),
+    /// The library lacks an entry point the plugin needs.
+    Symbol { library: String, symbol: &'static str },
+}
+
+/// An opened driver: its entry points and the library that holds them, which stays loaded for the
+/// life of the process (libomptarget may call the plugin until exit).
+pub struct Driver {
+    /// The entry points.
+    pub functions: Functions,
+    /// The file it came from, for messages ("libcuda.so.1", a simulated driver's name).
+    pub library: String,
+}
+
+/// Resolves one entry point of `library`, typed as the field it fills.
+macro_rules! resolve {
+    ($library:expr, $path:expr, $($name:ident),* $(,)?) => {
+        Functions {
+            $($name: {
+                let symbol = concat!(stringify!($name), "\0").as_bytes();
+                // SAFETY: the field's type is the entry point's C signature in the CUDA driver API.
+                match unsafe { $library.get(symbol) } {
+                    Ok(f) => *f,
+                    Err(_) => {
+                        return Err(OpenError::Symbol { library: $path.to_string(), symbol: stringify!($name) })
+                    }
+                }
+            },)*
+        }
+    };
+}
+
+impl Driver {
+    /// Opens the first of `candidates` that loads and resolves every entry point.
+    pub fn open(candidates: &[&str]) -> Result<Driver, OpenError> {
+        let mut last = OpenError::Library("no library name given".into());
+        for path in candidates {
+            // SAFETY: loading the CUDA driver runs its initialisers, which have no preconditions.
+            let library =
+                match unsafe { libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL) } {
+                    Ok(library) => library,
+                    Err(e) => {
+                        last = OpenError::Library(e.to_string());
+                        continue;
+                    }
+                };
+            let functions = resolve!(
+                library,
+                path,
+                cuInit,
+                cuDriverGetVersion,
+                cuGetErrorName,
+                cuDeviceGetCount,
+                cuDeviceGet,
+                cuDeviceGetName,
+                cuDeviceGetAttribute,
+                cuDeviceTotalMem_v2,
+                cuDeviceCanAccessPeer,
+                cuDevicePrimaryCtxGetState,
+                cuDevicePrimaryCtxSetFlags_v2,
+                cuDevicePrimaryCtxRetain,
+                cuDevicePrimaryCtxRelease_v2,
+                cuCtxSetCurrent,
+                cuCtxSetLimit,
+                cuCtxEnablePeerAccess,
+                cuModuleLoadDataEx,
+                cuModuleUnload,
+                cuModuleGetFunction,
+                cuModuleGetGlobal_v2,
+                cuFuncGetAttribute,
+                cuLaunchKernel,
+                cuMemAlloc_v2,
+                cuMemFree_v2,
+                cuMemAllocHost_v2,
+                cuMemFreeHost,
+                cuMemAllocManaged,
+                cuMemHostRegister_v2,
+                cuMemHostUnregister,
+                cuMemcpyHtoDAsync_v2,
+                cuMemcpyDtoHAsync_v2,
+                cuMemcpyDtoDAsync_v2,
+                cuMemcpyPeerAsync,
+                cuStreamCreate,
+                cuStreamDestroy_v2,
+                cuStreamSynchronize,
+                cuStreamQuery,
+                cuStreamWaitEvent,
+                cuEventCreate,
+                cuEventDestroy_v2,
+                cuEventRecord,
+                cuEventSynchronize,
+            );
+            // The driver stays loaded: its functions are used until the process ends.
+            std::mem::forget(library);
+            return Ok(Driver {
+                functions,
+                library: path.to_string(),
+            });
+        }
+        Err(last)
+    }
+
+    /// The driver's name for `code` ("CUDA_ERROR_NO_DEVICE"), or "an unknown CUresult" when the
+    /// driver has none.
+    pub fn error_name(&self, code: CuResult) -> String {
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: `name` is writable; the driver stores a pointer to a static string or fails.
+        let status = unsafe { (self.functions.cuGetErrorName)(code, &mut name) };
+        if status != CUDA_SUCCESS || name.is_null() {
+            return "an unknown CUresult".into();
+        }
+        // SAFETY: on success the driver points `name` at a NUL-terminated static string.
+        unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+    }
+}

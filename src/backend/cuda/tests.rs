@@ -1,0 +1,413 @@
+//! The CUDA backend driven through the core over the simulated driver, with the real cubins in
+//! `tests/data/nvptx` (built by `scripts/make-nvptx-test-images.sh`).
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use super::image::{Capability, NvidiaImage};
+use super::simulated::{self, SimGpu};
+use super::CudaBackend;
+use crate::backend::Backend;
+use crate::plugin::{Core, HostEntry, LaunchRequest, PluginApi};
+use crate::util::config::Config;
+use crate::util::elf;
+
+const H100: SimGpu = SimGpu {
+    major: 9,
+    minor: 0,
+    sms: 132,
+};
+const A10: SimGpu = SimGpu {
+    major: 8,
+    minor: 6,
+    sms: 72,
+};
+
+fn cubin(arch: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/data/nvptx/cuda_module-{arch}.cubin",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-nvptx-test-images.sh"))
+}
+
+fn config(pairs: &[(&str, &str)]) -> Config {
+    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Config::from_lookup(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+}
+
+/// A fresh simulated driver with `gpus`, and the core over the CUDA backend on it.
+fn core_on(gpus: &[SimGpu], pairs: &[(&str, &str)]) -> Box<dyn PluginApi> {
+    simulated::reset(gpus, 0);
+    let config = config(pairs);
+    let backend = CudaBackend::with_driver(simulated::driver(), &config).unwrap();
+    Core::new_boxed(backend, config)
+}
+
+/// The cubin's kernels (symbols with an `_exec_mode` byte) in a fixed order, then its global.
+fn entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
+    let parsed = elf::Image::parse(image).unwrap();
+    let mut kernels: Vec<String> = parsed
+        .symbols()
+        .iter()
+        .filter_map(|(name, _)| {
+            std::str::from_utf8(name)
+                .ok()?
+                .strip_suffix("_exec_mode")
+                .map(String::from)
+        })
+        .collect();
+    kernels.sort();
+    assert_eq!(kernels.len(), 2, "the test program has two target regions");
+    let mut entries: Vec<HostEntry> = kernels
+        .iter()
+        .map(|k| HostEntry {
+            name: CString::new(k.as_str()).unwrap(),
+            size: 0,
+            flags: 0,
+        })
+        .collect();
+    entries.push(HostEntry {
+        name: CString::new("counter").unwrap(),
+        size: 4,
+        flags: 0,
+    });
+    // By line number: l15 is the SPMD loop, l20 the generic region.
+    (entries, kernels[0].clone(), kernels[1].clone())
+}
+
+fn read<T: Copy>(addr: usize) -> T {
+    // SAFETY: simulated device memory is host memory; tests read what the plugin wrote there.
+    unsafe { std::ptr::read_unaligned(addr as *const T) }
+}
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    simulated::SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn cubins_built_here_carry_their_capability() {
+    for (arch, sm) in [("sm_70", 70), ("sm_80", 80), ("sm_90", 90)] {
+        assert_eq!(
+            NvidiaImage::detect(&cubin(arch)),
+            Some(NvidiaImage::Cubin(Capability::from_sm(sm))),
+            "{arch}"
+        );
+    }
+}
+
+#[test]
+fn images_are_accepted_by_the_stock_plugins_rule() {
+    let _serial = serial();
+    simulated::reset(&[A10], 0);
+    let backend = CudaBackend::with_driver(simulated::driver(), &config(&[])).unwrap();
+    let check = |bytes: &[u8], arch| backend.is_compatible_image(&bytes[..4096.min(bytes.len())], bytes.len(), arch);
+    assert!(check(&cubin("sm_80"), None), "sm_80 runs on sm_86");
+    assert!(check(&cubin("sm_80"), Some("sm_80")));
+    assert!(!check(&cubin("sm_90"), None), "sm_90 does not run on sm_86");
+    assert!(!check(&cubin("sm_70"), None), "nor does sm_70 (another major version)");
+    assert!(
+        !check(&cubin("sm_80"), Some("sm_90")),
+        "the wrapper's arch string decides"
+    );
+    let host = std::fs::read("/proc/self/exe").unwrap();
+    assert!(!check(&host, None), "a host ELF");
+    let mut amdgpu = cubin("sm_80");
+    amdgpu[18..20].copy_from_slice(&224u16.to_le_bytes());
+    assert!(!check(&amdgpu, Some("gfx90a")), "an AMDGPU ELF");
+    assert!(!check(b"garbage", None));
+}
+
+#[test]
+fn a_failing_cu_init_means_no_backend_and_says_why() {
+    let _serial = serial();
+    simulated::reset(&[H100], super::sys::CUDA_ERROR_NO_DEVICE);
+    let err = CudaBackend::with_driver(simulated::driver(), &config(&[]))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("CUDA error in cuInit: CUDA_ERROR_NO_DEVICE (100) from simulated libcuda; reporting 0 devices"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_program_runs_through_the_core_and_releases_everything() {
+    let _serial = serial();
+    let core = core_on(
+        &[H100, H100],
+        &[
+            ("LIBOMPTARGET_STACK_SIZE", "4096"),
+            ("LIBOMPTARGET_HEAP_SIZE", "1048576"),
+            ("LIBOMPTARGET_SHARED_MEMORY_SIZE", "256"),
+        ],
+    );
+    assert_eq!(core.device_count(), 2);
+    core.init_device(0).unwrap();
+    core.init_device(1).unwrap();
+    {
+        let w = simulated::world();
+        let w = w.as_ref().unwrap();
+        assert_eq!(w.limits.get(&super::sys::LIMIT_STACK_SIZE), Some(&4096));
+        assert_eq!(w.limits.get(&super::sys::LIMIT_MALLOC_HEAP_SIZE), Some(&1048576));
+        assert_eq!(
+            w.calls["cuStreamCreate"], 64,
+            "LIBOMPTARGET_NUM_INITIAL_STREAMS per device"
+        );
+        assert_eq!(
+            w.calls["cuEventCreate"], 64,
+            "LIBOMPTARGET_NUM_INITIAL_EVENTS per device"
+        );
+    }
+    let image = cubin("sm_90");
+    let (entries, spmd, generic) = entries_of(&image);
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let counter = loaded.addresses[2];
+
+    // Async copies on one queue run in order, and only once the queue is synchronised.
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    let value = 41u32;
+    let mut back = 0u32;
+    // SAFETY: `counter` is the image's 4-byte global; `value` and `back` outlive the synchronisation.
+    unsafe {
+        core.submit(
+            0,
+            counter as *mut c_void,
+            (&value as *const u32).cast(),
+            4,
+            Some(&mut queue),
+        )
+        .unwrap();
+        core.retrieve(
+            0,
+            (&mut back as *mut u32).cast(),
+            counter as *const c_void,
+            4,
+            Some(&mut queue),
+        )
+        .unwrap();
+    }
+    assert_eq!(back, 0, "nothing ran before the queue was synchronised");
+    core.synchronize(0, &mut queue).unwrap();
+    assert_eq!(
+        (back, read::<u32>(counter)),
+        (41, 41),
+        "the copy to the device ran first"
+    );
+    assert!(queue.is_null());
+
+    // A launch passes each argument by pointer to its value, with the stock geometry.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    simulated::register_kernel(
+        &spmd,
+        2,
+        Arc::new(move |args| record.lock().unwrap().extend_from_slice(args)),
+    );
+    let args = [0x1234 as *mut c_void, counter as *mut c_void];
+    let request = LaunchRequest {
+        tripcount: 1000,
+        ..Default::default()
+    };
+    // SAFETY: the simulated kernel only records its arguments.
+    unsafe { core.launch(0, loaded.addresses[0], &args, &request, None) }.unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![0x1234, counter as u64]);
+    // SAFETY: as above; this kernel has no body.
+    unsafe { core.launch(0, loaded.addresses[1], &[], &LaunchRequest::default(), None) }.unwrap();
+    let launches = simulated::world().as_ref().unwrap().launches.clone();
+    assert_eq!(launches[0].kernel, spmd);
+    assert_eq!(
+        launches[0].geometry,
+        (8, 128, 256),
+        "SPMD: trip / 128 blocks; shared memory setting"
+    );
+    assert_eq!(launches[1].kernel, generic);
+    assert_eq!(
+        launches[1].geometry,
+        (3200, 128, 256),
+        "generic, nothing asked: the default threads and team cap"
+    );
+
+    // Device to device between two devices goes peer to peer.
+    let a = core.alloc(0, 64, crate::backend::AllocKind::Device).unwrap();
+    let b = core.alloc(1, 64, crate::backend::AllocKind::Device).unwrap();
+    assert!(core.can_exchange(0, 1).unwrap());
+    // SAFETY: both are 64-byte device allocations.
+    unsafe { core.exchange(0, a, 1, b, 64, None) }.unwrap();
+    assert_eq!(simulated::world().as_ref().unwrap().calls["cuMemcpyPeerAsync"], 1);
+
+    // Small allocations are recycled by the memory manager.
+    let allocs_before = simulated::world().as_ref().unwrap().calls["cuMemAlloc_v2"];
+    core.free(0, a as usize).unwrap();
+    let again = core.alloc(0, 64, crate::backend::AllocKind::Device).unwrap();
+    assert_eq!(again, a, "the freed block came back");
+    assert_eq!(
+        simulated::world().as_ref().unwrap().calls["cuMemAlloc_v2"],
+        allocs_before
+    );
+
+    // Locking pins through the driver, once per range, and unlocking unpins.
+    let mut host = vec![0u8; 4096];
+    let ptr = host.as_mut_ptr().cast::<c_void>();
+    assert_eq!(core.lock_host(0, ptr, 4096).unwrap(), ptr);
+    assert_eq!(core.lock_host(0, ptr, 4096).unwrap(), ptr);
+    assert!(
+        core.lock_host(1, ptr, 4096).is_ok(),
+        "another device finds the range pinned already"
+    );
+    assert_eq!(simulated::world().as_ref().unwrap().registered.len(), 1);
+    core.unlock_host(1, ptr).unwrap();
+    core.unlock_host(0, ptr).unwrap();
+    assert_eq!(
+        simulated::world().as_ref().unwrap().registered.len(),
+        1,
+        "still locked once"
+    );
+    core.unlock_host(0, ptr).unwrap();
+    assert!(simulated::world().as_ref().unwrap().registered.is_empty());
+
+    // Interop gets the driver's own context and stream.
+    let native = core.native_device(1).unwrap();
+    assert_eq!(native.device as usize, 1);
+    assert!(!native.context.is_null());
+
+    core.free(0, again as usize).unwrap();
+    core.free(1, b as usize).unwrap();
+    core.unregister_library(&[(0x1000, 0x1000 + image.len())]).unwrap();
+    assert!(core.deinit().unwrap());
+    assert_eq!(
+        simulated::live(),
+        (0, 0, 0, 0, 0),
+        "memory, modules, streams, events, contexts"
+    );
+    drop(host);
+}
+
+/// The steps of a small program, each a group of entry points that the fault test makes fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Init,
+    Load,
+    Alloc,
+    Copy,
+    Launch,
+    Teardown,
+}
+
+/// Runs the program's steps; at `fault`'s step, the next call of its driver function fails once: the
+/// step must fail with a message naming the call, and a second try must succeed.
+fn program_with_fault(fault: Option<(Step, &'static str)>) {
+    let core = core_on(&[H100], &[("LIBOMPTARGET_STACK_SIZE", "8192")]);
+    let image = cubin("sm_90");
+    let (entries, _, _) = entries_of(&image);
+    let mut loaded = None;
+    let mut buffer = std::ptr::null_mut();
+    let step = |which: Step, op: &mut dyn FnMut() -> crate::util::error::Result<()>| {
+        if let Some((_, call)) = fault.filter(|(at, _)| *at == which) {
+            simulated::fail_next(call, 999);
+            let err = op()
+                .err()
+                .unwrap_or_else(|| panic!("{which:?} did not fail when {call} did"));
+            let text = err.to_string();
+            assert!(text.contains(call), "{which:?}: the message names {call}: {text}");
+            assert!(
+                text.contains("CUDA_ERROR_UNKNOWN (999)"),
+                "and the driver's result: {text}"
+            );
+            if which == Step::Teardown {
+                return;
+            }
+        }
+        op().unwrap_or_else(|e| panic!("{which:?} (after {fault:?}): {e}"));
+    };
+    step(Step::Init, &mut || core.init_device(0));
+    step(Step::Load, &mut || {
+        loaded = Some(core.load_image(0, 0x1000, &image, &entries)?);
+        Ok(())
+    });
+    step(Step::Alloc, &mut || {
+        buffer = core.alloc(0, 1 << 20, crate::backend::AllocKind::Device)?;
+        Ok(())
+    });
+    step(Step::Copy, &mut || {
+        let data = [7u8; 64];
+        let mut back = [0u8; 64];
+        // SAFETY: `buffer` is a 1 MiB device allocation; the copies are synchronous.
+        unsafe {
+            core.submit(0, buffer, data.as_ptr().cast(), 64, None)?;
+            core.retrieve(0, back.as_mut_ptr().cast(), buffer, 64, None)?;
+        }
+        assert_eq!(back, data);
+        Ok(())
+    });
+    let kernel = loaded.as_ref().unwrap().addresses[1];
+    step(Step::Launch, &mut || {
+        // SAFETY: the simulated kernel has no body.
+        unsafe { core.launch(0, kernel, &[], &LaunchRequest::default(), None) }
+    });
+    step(Step::Teardown, &mut || {
+        // Every part runs even when one fails, as a program's exit does.
+        let freed = core.free(0, buffer as usize);
+        let unloaded = core.unregister_library(&[(0x1000, 0x1000 + image.len())]).map(|_| ());
+        let released = core.deinit().map(|_| ());
+        freed.and(unloaded).and(released)
+    });
+}
+
+#[test]
+fn every_driver_call_failing_once_is_reported_and_survived() {
+    let _serial = serial();
+    program_with_fault(None);
+    assert_eq!(simulated::live(), (0, 0, 0, 0, 0), "the clean run releases everything");
+    let faults = [
+        (Step::Init, "cuDevicePrimaryCtxGetState"),
+        (Step::Init, "cuDevicePrimaryCtxSetFlags_v2"),
+        (Step::Init, "cuDevicePrimaryCtxRetain"),
+        (Step::Init, "cuCtxSetCurrent"),
+        (Step::Init, "cuCtxSetLimit"),
+        (Step::Init, "cuDeviceGetAttribute"),
+        (Step::Init, "cuDeviceTotalMem_v2"),
+        (Step::Init, "cuStreamCreate"),
+        (Step::Init, "cuEventCreate"),
+        (Step::Load, "cuModuleLoadDataEx"),
+        (Step::Load, "cuModuleGetGlobal_v2"),
+        (Step::Load, "cuModuleGetFunction"),
+        (Step::Load, "cuFuncGetAttribute"),
+        (Step::Load, "cuMemcpyHtoDAsync_v2"),
+        (Step::Load, "cuStreamSynchronize"),
+        (Step::Load, "cuMemAllocHost_v2"),
+        (Step::Load, "cuMemAlloc_v2"),
+        (Step::Alloc, "cuMemAlloc_v2"),
+        (Step::Copy, "cuMemcpyHtoDAsync_v2"),
+        (Step::Copy, "cuMemcpyDtoHAsync_v2"),
+        (Step::Copy, "cuStreamSynchronize"),
+        (Step::Launch, "cuLaunchKernel"),
+        (Step::Launch, "cuStreamQuery"),
+        (Step::Launch, "cuStreamSynchronize"),
+        (Step::Teardown, "cuMemFree_v2"),
+        (Step::Teardown, "cuModuleUnload"),
+        (Step::Teardown, "cuMemFreeHost"),
+        (Step::Teardown, "cuEventDestroy_v2"),
+        (Step::Teardown, "cuStreamDestroy_v2"),
+        (Step::Teardown, "cuDevicePrimaryCtxRelease_v2"),
+    ];
+    for (step, call) in faults {
+        program_with_fault(Some((step, call)));
+        let (memory, modules, streams, events, contexts) = simulated::live();
+        // A failed release leaves exactly the object the driver refused to release; nothing else.
+        let expected = match call {
+            "cuMemFree_v2" | "cuMemFreeHost" if step == Step::Teardown => (1, 0, 0, 0, 0),
+            "cuModuleUnload" if step == Step::Teardown => (0, 1, 0, 0, 0),
+            "cuStreamDestroy_v2" => (0, 0, 1, 0, 0),
+            "cuEventDestroy_v2" => (0, 0, 0, 1, 0),
+            "cuDevicePrimaryCtxRelease_v2" => (0, 0, 0, 0, 1),
+            _ => (0, 0, 0, 0, 0),
+        };
+        assert_eq!(
+            (memory, modules, streams, events, contexts),
+            expected,
+            "{call} failing in {step:?}: live memory, modules, streams, events, contexts"
+        );
+    }
+}
