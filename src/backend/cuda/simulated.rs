@@ -122,6 +122,11 @@ pub fn register_kernel(name: &str, args: usize, body: KernelBody) {
     with(|w| w.bodies.insert(name.to_string(), (args, body)));
 }
 
+/// Forgets every kernel body (and what their closures hold).
+pub fn clear_kernels() {
+    with(|w| w.bodies.clear());
+}
+
 /// What is still allocated or alive: (memory blocks, modules, streams, events, retained contexts).
 pub fn live() -> (usize, usize, usize, usize, usize) {
     with(|w| {

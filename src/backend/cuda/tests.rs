@@ -411,3 +411,209 @@ fn every_driver_call_failing_once_is_reported_and_survived() {
         );
     }
 }
+
+/// Doubles each lane's first word and adds the lane number.
+struct DoubleIt;
+
+impl crate::rpc::registry::UserHandler for DoubleIt {
+    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        let mut packets = vec![crate::rpc::port::Packet::default(); port.lanes() as usize];
+        let n = port.recv(&mut packets).unwrap();
+        for (lane, p) in packets.iter_mut().take(n as usize).enumerate() {
+            p.data[0] = p.data[0] * 2 + lane as u64;
+        }
+        port.send(&packets).unwrap();
+    }
+}
+
+#[test]
+fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
+    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+    const OP_DOUBLE: u16 = 0xC0DA;
+    let _serial = serial();
+    crate::rpc::registry::register_handler(OP_DOUBLE, Box::new(DoubleIt)).unwrap();
+    let core = core_on(&[H100], &[("OMPRPC_RPC_PORTS", "64")]);
+    core.init_device(0).unwrap();
+    let image = cubin("sm_90");
+    let (mut entries, _, generic) = entries_of(&image);
+    entries.push(HostEntry {
+        name: CString::new("__llvm_libc_rpc_client").unwrap(),
+        size: 8,
+        flags: 0,
+    });
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let pinned = |addr: usize| simulated::world().as_ref().unwrap().memory.contains_key(&addr);
+    let server = crate::rpc::registry::servers()
+        .iter()
+        .find(|s| pinned(s.mailbox_address()))
+        .cloned()
+        .expect("a server whose mailbox is the simulated driver's memory");
+    assert_eq!(
+        (server.lane_size(), server.ports()),
+        (32, 64),
+        "warp-size lanes; OMPRPC_RPC_PORTS"
+    );
+    assert_eq!(
+        simulated::world().as_ref().unwrap().calls["cuMemAllocHost_v2"],
+        1,
+        "the mailbox is pinned host memory"
+    );
+    let client = read::<u64>(loaded.addresses[3]) as usize;
+    assert!(
+        pinned(client),
+        "the image's client pointer aims at the server's object in device memory"
+    );
+
+    let results = Arc::new(std::sync::Mutex::new((Vec::new(), Vec::new())));
+    let out = Arc::clone(&results);
+    let kernel_server = Arc::clone(&server);
+    simulated::register_kernel(
+        &generic,
+        0,
+        Arc::new(move |_| {
+            let device = SimulatedDevice::new(Arc::clone(&kernel_server));
+            let warp = SimulatedWarp::new(&device, 5);
+            let mask = warp.full_mask();
+            let sizes: Vec<u64> = (0..32).map(|lane| 16 + lane).collect();
+            let ptrs = warp.malloc(mask, &sizes);
+            let packets: Vec<[u64; 8]> = (0..32).map(|lane| [100 + lane, 0, 0, 0, 0, 0, 0, 0]).collect();
+            let replies = warp.call(OP_DOUBLE, mask & 0xffff, &packets);
+            warp.free(mask, &ptrs);
+            *out.lock().unwrap() = (ptrs, replies.iter().map(|r| r[0]).collect::<Vec<_>>());
+        }),
+    );
+    let allocs_before = simulated::world().as_ref().unwrap().calls["cuMemAlloc_v2"];
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe { core.launch(0, loaded.addresses[1], &[], &LaunchRequest::default(), None) }.unwrap();
+    let (ptrs, replies) = results.lock().unwrap().clone();
+    assert_eq!(ptrs.len(), 32);
+    let distinct: std::collections::HashSet<_> = ptrs.iter().collect();
+    assert!(
+        ptrs.iter().all(|&p| p != 0) && distinct.len() == 32,
+        "one block per lane: {ptrs:x?}"
+    );
+    assert_eq!(
+        simulated::world().as_ref().unwrap().calls["cuMemAlloc_v2"] - allocs_before,
+        32,
+        "device malloc comes from device memory"
+    );
+    // FREE has no reply: the serving thread may still be at it when the kernel has ended.
+    let freed = || ptrs.iter().all(|p| !pinned(*p as usize));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !freed() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(freed(), "device free gives the blocks back");
+    let expected: Vec<u64> = (0..32)
+        .map(|lane| if lane < 16 { (100 + lane) * 2 + lane } else { 0 })
+        .collect();
+    assert_eq!(
+        replies, expected,
+        "the user opcode served the 16 active lanes, each its own packet"
+    );
+    simulated::clear_kernels();
+    drop(server);
+    assert!(core.deinit().unwrap());
+    assert_eq!(
+        simulated::live(),
+        (0, 0, 0, 0, 0),
+        "the mailbox and client object are released too"
+    );
+}
+
+#[test]
+fn nowait_work_is_queried_and_events_order_queues() {
+    let _serial = serial();
+    let core = core_on(&[H100], &[("LIBOMPTARGET_NUM_INITIAL_STREAMS", "2")]);
+    core.init_device(0).unwrap();
+    let image = cubin("sm_90");
+    let (entries, spmd, _) = entries_of(&image);
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = Arc::clone(&ran);
+    simulated::register_kernel(
+        &spmd,
+        0,
+        Arc::new(move |_| {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }),
+    );
+    let request = LaunchRequest {
+        nowait: true,
+        ..Default::default()
+    };
+    let (mut first, mut second): (*mut c_void, *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe { core.launch(0, loaded.addresses[0], &[], &request, Some(&mut first)) }.unwrap();
+    assert_eq!(
+        ran.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nowait: queued, not run"
+    );
+    let streams = &simulated::world().as_ref().unwrap().launches[0].stream.clone();
+    assert_eq!(first as usize, *streams, "libomptarget holds the CUstream itself");
+
+    // An event recorded after the kernel holds back the other queue's work until the kernel ran.
+    let event = core.create_event(0).unwrap();
+    core.record_event(0, event, &mut first).unwrap();
+    core.wait_event(0, event, &mut second).unwrap();
+    assert!(
+        !second.is_null() && second != first,
+        "the waiting async info got a queue of its own"
+    );
+    assert_eq!(
+        ran.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "waiting ran the recorded work"
+    );
+    core.sync_event(0, event).unwrap();
+    core.destroy_event(0, event).unwrap();
+
+    // query_async leaves a busy queue with its async info and gives back an idle one.
+    // SAFETY: as above.
+    unsafe { core.launch(0, loaded.addresses[0], &[], &request, Some(&mut first)) }.unwrap();
+    core.query_async(0, &mut first).unwrap();
+    assert!(!first.is_null(), "not done yet: the async info keeps its queue");
+    core.query_async(0, &mut first).unwrap();
+    assert!(first.is_null(), "done: the queue went back to the pool");
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 2);
+    core.synchronize(0, &mut second).unwrap();
+    assert!(second.is_null());
+
+    // Streams beyond the initial two are made on demand and kept in the pool.
+    let mut infos = [std::ptr::null_mut::<c_void>(); 3];
+    for info in infos.iter_mut() {
+        // SAFETY: as above.
+        unsafe { core.launch(0, loaded.addresses[0], &[], &request, Some(info)) }.unwrap();
+    }
+    for info in infos.iter_mut() {
+        core.synchronize(0, info).unwrap();
+    }
+    assert_eq!(simulated::world().as_ref().unwrap().calls["cuStreamCreate"], 3);
+    simulated::clear_kernels();
+    assert!(core.deinit().unwrap());
+    assert_eq!(simulated::live(), (0, 0, 0, 0, 0));
+}
+
+#[test]
+fn device_info_lists_what_the_stock_plugin_prints() {
+    let _serial = serial();
+    let core = core_on(&[H100, A10], &[]);
+    core.init_device(1).unwrap();
+    let lines = core.describe_device(1).unwrap();
+    let value = |name: &str| {
+        lines
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no {name} in {lines:?}"))
+    };
+    assert_eq!(value("Device Name:"), "Simulated GPU 1");
+    assert_eq!(value("Compute Capabilities:"), "sm_86");
+    assert_eq!(value("Number of Multiprocessors:"), "72");
+    assert_eq!(value("Warp Size:"), "32 Threads");
+    assert_eq!(value("CUDA Driver Version:"), "12020");
+    assert_eq!(value("Global Memory Size:"), format!("{} bytes", 80u64 << 30));
+    assert!(core.deinit().unwrap());
+    assert_eq!(simulated::live(), (0, 0, 0, 0, 0));
+}
