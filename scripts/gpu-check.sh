@@ -1,0 +1,183 @@
+#!/bin/sh
+# The GPU check: omprpc as libomptarget 16's CUDA plugin on a machine with an NVIDIA GPU, beside the
+# stock CUDA plugin.
+#
+#   sh scripts/gpu-check.sh bundle   (here, on Debian 12 with the set-up done) builds the plugin and the
+#                                    test programs for sm_90 and packs them, with Debian's libomptarget
+#                                    16, libomp, the stock CUDA plugin and the libraries they need that
+#                                    an Ubuntu 24.04 system lacks, into target/gpu-check/omprpc-gpu-check.tar.xz
+#                                    (checked to be under 64 MiB);
+#   sh run.sh                        (on the GPU machine, inside the unpacked bundle; no compiler, no
+#                                    network) runs every test with omprpc, then with the stock plugin, and
+#                                    prints a PASS/FAIL line per test and the launch latency and RPC round
+#                                    trip of both; on a machine without a GPU it says that it found none;
+#   sh scripts/gpu-check.sh          does both here.
+set -eu
+
+if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
+  # ---------------------------------------------------------------- the runner, inside the bundle
+  B=$(cd "$(dirname "$0")" && pwd)
+  [ "$(basename "$0")" = "run.sh" ] || B=${2:?usage: gpu-check.sh run BUNDLE_DIR}
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  libs="$B/lib"
+  if LD_LIBRARY_PATH="$libs" ldd "$libs/libLLVM-16.so.1" 2>/dev/null | grep -q "not found"; then
+    libs="$libs:$B/fallback" # Debian's copies of what this system lacks, after its own
+  fi
+  # The stock plugin opens "libcuda.so", which a driver-only system may lack: point it at libcuda.so.1.
+  mkdir -p "$tmp/driver"
+  driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
+  [ -n "$driver" ] && ln -sf "$driver" "$tmp/driver/libcuda.so"
+  ours="$B/ours:$libs:$tmp/driver"
+  stock="$libs:$tmp/driver"
+
+  echo "omprpc GPU check: $(uname -srm); driver library: ${driver:-none}"
+  probe=$(LD_LIBRARY_PATH="$ours" LIBOMPTARGET_INFO=16 timeout 60 "$B/bin/gpu_probe" 2>"$tmp/probe.err" || true)
+  devices=$(echo "$probe" | sed -n 's/^devices: //p')
+  if [ "${devices:-0}" = 0 ]; then
+    echo "no NVIDIA GPU found: omprpc, as the CUDA plugin, reports 0 devices:"
+    grep "omprpc" "$tmp/probe.err" | grep -v "omprpc-test" | sed 's/^/  /' || true
+    echo "nothing to check; skipped: no GPU"
+    exit 0
+  fi
+  echo "omprpc reports $devices CUDA device(s):"
+  grep "omprpc info" "$tmp/probe.err" | sed 's/^/  /' || true
+
+  pass=0
+  fail=0
+  # run_case PLUGIN_PATH NAME ARGS... -> stdout in $tmp/out, stderr in $tmp/err, status in $status
+  run_case() {
+    path=$1
+    name=$2
+    shift 2
+    status=0
+    LD_LIBRARY_PATH="$path" timeout 120 "$B/bin/$name" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+  }
+  # The output without lines that count host devices or name the mapped plugins.
+  filtered() { grep -v -e '^devices: ' -e '^omprpc-test: ' "$1" || true; }
+  report() { # RESULT NAME DETAIL
+    if [ "$1" = PASS ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+    printf '%-4s %-22s %s\n' "$1" "$2" "$3"
+  }
+  # Programs with an expected output: with omprpc, that output (host services included); with the
+  # stock plugin, the same where the program does not need host services.
+  for expected in "$B"/expected/*.expected; do
+    name=$(basename "$expected" .expected)
+    run_case "$ours" "$name"
+    filtered "$expected" >"$tmp/want"
+    filtered "$tmp/out" >"$tmp/got"
+    if [ "$status" = 0 ] && cmp -s "$tmp/want" "$tmp/got"; then
+      result=PASS
+      detail="as expected"
+    else
+      result=FAIL
+      detail="exit $status; $(diff "$tmp/want" "$tmp/got" | head -5 | tr '\n' ' ' | cut -c1-160) $(grep -m1 'omprpc error' "$tmp/err" || true)"
+    fi
+    run_case "$stock" "$name"
+    filtered "$tmp/out" >"$tmp/stock"
+    if [ "$status" = 0 ] && cmp -s "$tmp/want" "$tmp/stock"; then stock_result="as expected"; else stock_result="differs (exit $status)"; fi
+    report "$result" "$name" "omprpc: $detail | stock plugin: $stock_result"
+  done
+  # The device client from 32 lanes at once: every host service, checked by the program itself.
+  run_case "$ours" device_client
+  if [ "$status" = 0 ] && grep -q "^failures 0 " "$tmp/out"; then report PASS device_client "$(grep '^failures' "$tmp/out")"; else report FAIL device_client "(exit $status) $(grep '^failures' "$tmp/out" || tail -1 "$tmp/err")"; fi
+  # Thousands of concurrent calls, each line exactly once.
+  run_case "$ours" rpc_concurrent 4000
+  lines=$(grep -c '^call ' "$tmp/out" || true)
+  unique=$(grep '^call ' "$tmp/out" | awk '{print $2}' | sort -u | wc -l)
+  if [ "$status" = 0 ] && [ "$lines" = 4000 ] && [ "$unique" = 4000 ] && grep -q "^checksum: 7998000$" "$tmp/out"; then
+    report PASS rpc_concurrent "4000 calls, each once"
+  else
+    report FAIL rpc_concurrent "(exit $status) $lines lines, $unique distinct"
+  fi
+  # A device exit ends the process with its status, output flushed.
+  run_case "$ours" rpc_exit "$tmp/exit.txt" sync
+  if [ "$status" = 3 ] && [ "$(cat "$tmp/out")" = "$(printf 'host: before the target region\ndevice: line 1\ndevice: line 2')" ]; then
+    report PASS rpc_exit "exit status 3, output flushed"
+  else
+    report FAIL rpc_exit "(exit $status) $(head -3 "$tmp/out" | tr '\n' '|')"
+  fi
+
+  echo "figures (median of 3 runs):"
+  median() { sort -n | sed -n 2p; }
+  for kind in empty scalar; do
+    for plugin in ours stock; do
+      path=$ours
+      [ "$plugin" = stock ] && path=$stock
+      for i in 1 2 3; do
+        run_case "$path" bench_launch "$kind" 20000
+        sed -n 's/^ns per launch: //p' "$tmp/out"
+      done | median >"$tmp/$plugin"
+    done
+    echo "  launch latency, $kind region: omprpc $(cat "$tmp/ours") ns, stock $(cat "$tmp/stock") ns"
+  done
+  for i in 1 2 3; do
+    run_case "$ours" bench_rpc latency 20000
+    sed -n 's/^ns per round trip: //p' "$tmp/out"
+  done | median >"$tmp/rpc"
+  echo "  RPC round trip (one device thread, echo opcode): omprpc $(cat "$tmp/rpc") ns; stock: none (no host services)"
+  echo "summary: $pass passed, $fail failed"
+  [ "$fail" = 0 ]
+  exit $?
+fi
+
+# -------------------------------------------------------------------- building the bundle, here
+cd "$(dirname "$0")/.."
+cuda="${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}/cuda"
+[ -x "$cuda/bin/ptxas" ] || { echo "no ptxas in $cuda; run: sudo sh scripts/setup-debian.sh" >&2; exit 1; }
+out=target/gpu-check
+bundle=$out/omprpc-gpu-check
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/fallback" "$bundle/ours" "$bundle/expected"
+cargo build --release --quiet
+objcopy --strip-debug target/release/libomprpc.so "$bundle/ours/libomptarget.rtl.cuda.nextgen.so"
+
+build() { # SOURCE NAME
+  case "$1" in *.cpp) cc="clang++-16 -std=c++17" ;; *) cc=clang-16 ;; esac
+  PATH="$cuda/bin:$PATH" $cc -O2 -Wall -Werror -Wno-unknown-cuda-version -fopenmp \
+    -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_90 \
+    --cuda-path="$cuda" -Ic_tests -Iinclude -Wl,-rpath,'$ORIGIN/../lib' "$1" -o "$bundle/bin/$2" 2>"$out/build.err" ||
+    { cat "$out/build.err" >&2; exit 1; }
+}
+cat >"$out/gpu_probe.c" <<'PROBE'
+#include <omp.h>
+#include <stdio.h>
+int main(void) {
+  printf("devices: %d\n", omp_get_num_devices());
+  return 0;
+}
+PROBE
+build "$out/gpu_probe.c" gpu_probe
+# Every program with an expected output, but two that clang-16 cannot compile for NVPTX
+# (globals_and_ctors.cpp: a function-local static needs an acquire atomic load; nowait_big_stack.c:
+# clang-16 crashes on it, and it tests the host backend's thread stacks anyway) and two whose expected
+# output counts four devices (multi_device, rpc_multi_device; a GPU machine may have one).
+for expected in c_tests/*.expected; do
+  name=$(basename "$expected" .expected)
+  case "$name" in globals_and_ctors | nowait_big_stack | multi_device | rpc_multi_device) continue ;; esac
+  src=c_tests/$name.c
+  [ -f "$src" ] || src=c_tests/$name.cpp
+  build "$src" "$name"
+  cp "$expected" "$bundle/expected/"
+done
+for name in rpc_concurrent rpc_exit bench_launch bench_rpc; do build "c_tests/$name.c" "$name"; done
+build c_tests/gpu/device_client.c device_client
+
+llvm=/usr/lib/llvm-16/lib
+for f in libomp.so.5 libomptarget.so.16 libomptarget.rtl.cuda.nextgen.so; do cp -L "$llvm/$f" "$bundle/lib/"; done
+cp -L "$llvm/libLLVM-16.so.1" /usr/lib/x86_64-linux-gnu/libz3.so.4 "$bundle/lib/"
+for f in libffi.so.8 libedit.so.2 libxml2.so.2 libicuuc.so.72 libicudata.so.72 libtinfo.so.6 libbsd.so.0 libmd.so.0; do
+  cp -L "/lib/x86_64-linux-gnu/$f" "$bundle/fallback/"
+done
+strip --strip-unneeded "$bundle"/lib/*.so* "$bundle"/fallback/*.so* "$bundle"/bin/* 2>/dev/null || true
+cp "$0" "$bundle/run.sh"
+# OMPRPC_BUNDLE_XZ: the xz level; the tests use a fast one, and then the 64 MiB check is skipped.
+level=${OMPRPC_BUNDLE_XZ:--9e}
+tar -C "$out" -cf - omprpc-gpu-check | xz "$level" -T0 >"$out/omprpc-gpu-check.tar.xz"
+size=$(wc -c <"$out/omprpc-gpu-check.tar.xz")
+echo "bundle: $out/omprpc-gpu-check.tar.xz, $((size / 1048576)) MiB ($size bytes)"
+[ "$level" != -9e ] || [ "$size" -lt $((64 * 1048576)) ] || { echo "the bundle is over 64 MiB" >&2; exit 1; }
+
+if [ "${1:-}" != bundle ]; then
+  sh "$bundle/run.sh"
+fi

@@ -1,0 +1,42 @@
+//! The GPU check script (`scripts/gpu-check.sh`) builds its bundle here and, run on this machine
+//! without a GPU, says that it found none instead of failing or pretending.
+
+mod support;
+
+use std::process::Command;
+
+#[test]
+fn the_gpu_check_builds_its_bundle_and_says_when_there_is_no_gpu() {
+    support::require_gpu_toolchains();
+    let out = Command::new("sh")
+        .arg(support::root().join("scripts/gpu-check.sh"))
+        .env("OMPRPC_BUNDLE_XZ", "-0")
+        .env_remove("OMPRPC_CUDA_LIBRARY")
+        .env_remove("LIBOMPTARGET_INFO")
+        .output()
+        .expect("sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let bundle = support::root().join("target/gpu-check/omprpc-gpu-check");
+    for file in [
+        "run.sh",
+        "ours/libomptarget.rtl.cuda.nextgen.so",
+        "lib/libomptarget.so.16",
+        "lib/libomptarget.rtl.cuda.nextgen.so",
+        "lib/libLLVM-16.so.1",
+        "bin/device_client",
+        "bin/rpc_services",
+        "bin/bench_launch",
+        "expected/rpc_services.expected",
+    ] {
+        assert!(bundle.join(file).exists(), "the bundle lacks {file}");
+    }
+    if std::path::Path::new("/dev/nvidia0").exists() {
+        println!("this machine has an NVIDIA GPU; the check ran on it:\n{stdout}");
+        return;
+    }
+    assert!(stdout.contains("no NVIDIA GPU found"), "{stdout}");
+    assert!(stdout.contains("skipped: no GPU"), "{stdout}");
+    assert!(stdout.contains("reporting 0 devices"), "and says why: {stdout}");
+}
