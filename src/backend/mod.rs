@@ -194,6 +194,21 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Allocates `size` (> 0) bytes of `kind` memory. `Host` memory must be addressable by the host at
     /// the returned address and by the device.
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void>;
+    /// Device memory for the device code's own `malloc`, served by the RPC server while kernels run.
+    /// It must not wait for running kernels: the kernel that asked may be waiting for the answer (the
+    /// CUDA driver's `cuMemAlloc`/`cuMemFree` may synchronise with the device; stream-ordered
+    /// allocation does not). By default, [`Backend::alloc`] of device memory.
+    fn alloc_for_kernels(&self, device: usize, size: usize) -> Result<*mut c_void> {
+        self.alloc(device, size, AllocKind::Device)
+    }
+    /// Frees memory from [`Backend::alloc_for_kernels`], without waiting for running kernels.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_for_kernels` on `device` and nothing uses it any more.
+    unsafe fn free_for_kernels(&self, device: usize, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: forwarded from this function's contract; the default allocation is device memory.
+        unsafe { self.free(device, ptr, AllocKind::Device) }
+    }
     /// Frees memory returned by `alloc` with the same kind.
     ///
     /// # Safety

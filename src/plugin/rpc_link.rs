@@ -31,12 +31,12 @@ impl<B: Backend> BackendMemory<B> {
 #[cfg(feature = "rpc")]
 impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
     fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        self.backend.alloc(self.device, size, AllocKind::Device)
+        self.backend.alloc_for_kernels(self.device, size)
     }
 
     unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc` above with the device kind.
-        unsafe { self.backend.free(self.device, ptr, AllocKind::Device) }
+        // SAFETY: per the trait's contract, `ptr` came from `alloc` above.
+        unsafe { self.backend.free_for_kernels(self.device, ptr) }
     }
 
     fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {

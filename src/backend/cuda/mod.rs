@@ -66,6 +66,9 @@ struct CudaDevice {
     peers: Mutex<Vec<Option<bool>>>,
     /// Host ranges this device pinned itself (another device may have pinned a range first).
     registered: Mutex<HashSet<usize>>,
+    /// The stream on which device code's `malloc` and `free` are served with stream-ordered
+    /// allocation, made on first use; `None` inside when the device or driver has none.
+    memory_stream: Mutex<Option<Option<Handle>>>,
 }
 
 /// The CUDA backend.
@@ -125,6 +128,7 @@ impl CudaBackend {
                 current: AtomicPtr::new(std::ptr::null_mut()),
                 peers: Mutex::new(vec![None; count]),
                 registered: Mutex::new(HashSet::new()),
+                memory_stream: Mutex::new(None),
             });
         }
         let version = api.driver_version().unwrap_or(0);
@@ -194,6 +198,19 @@ impl CudaBackend {
             rpc_ports: default_rpc_ports(multiprocessors),
             recycle_allocations: true,
         })
+    }
+
+    /// Runs `op` with the device's stream for device code's allocations (made on first use, when the
+    /// device has memory pools and the driver stream-ordered allocation); `None` without one.
+    fn with_memory_stream<R>(&self, device: usize, op: impl FnOnce(Option<&Handle>) -> Result<R>) -> Result<R> {
+        let mut slot = lock(&self.devices[device].memory_stream);
+        if slot.is_none() {
+            let cuda = &self.devices[device];
+            let pools = self.api.attribute(cuda.device, attribute::MEMORY_POOLS_SUPPORTED)? != 0;
+            let usable = pools && self.api.has_stream_ordered_allocation();
+            *slot = Some(if usable { Some(Handle::stream(self.api)?) } else { None });
+        }
+        op(slot.as_ref().and_then(Option::as_ref))
     }
 
     /// Whether `src` reaches `dst`'s memory directly, asking the driver (and enabling it) once.
@@ -279,13 +296,19 @@ impl Backend for CudaBackend {
 
     fn deinit_device(&self, device: usize) -> Result<()> {
         let cuda = &self.devices[device];
+        let memory_stream = lock(&cuda.memory_stream).take().flatten();
+        let destroyed = match memory_stream {
+            Some(stream) => self.enter(device).and_then(|_| stream.destroy()),
+            None => Ok(()),
+        };
         cuda.current.store(std::ptr::null_mut(), Ordering::Release);
         lock(&cuda.peers).iter_mut().for_each(|p| *p = None);
         lock(&cuda.registered).clear();
-        match lock(&cuda.context).take() {
+        let released = match lock(&cuda.context).take() {
             Some(context) => context.release(),
             None => Ok(()),
-        }
+        };
+        destroyed.and(released)
     }
 
     fn load_module(&self, device: usize, bytes: &[u8]) -> Result<CudaModule> {
@@ -340,6 +363,37 @@ impl Backend for CudaBackend {
             AllocKind::Shared => self.api.alloc_managed(size)? as usize as *mut c_void,
         };
         Ok(ptr)
+    }
+
+    fn alloc_for_kernels(&self, device: usize, size: usize) -> Result<*mut c_void> {
+        self.enter(device)?;
+        self.with_memory_stream(device, |stream| {
+            let Some(stream) = stream else {
+                return self.alloc(device, size, AllocKind::Device);
+            };
+            // SAFETY: the memory stream lives until `deinit_device`, which cannot run while the
+            // device's server serves (the core shuts the server down first).
+            let ptr = unsafe { self.api.alloc_device_async(size, stream.raw()) }?;
+            let ptr = ptr.ok_or_else(|| Error::Unsupported("stream-ordered allocation".into()))?;
+            // Wait for the allocation by polling: a driver synchronisation could wait for the very
+            // kernel that asked.
+            // SAFETY: as above.
+            while !unsafe { self.api.stream_is_idle(stream.raw()) }? {
+                std::thread::yield_now();
+            }
+            Ok(ptr as usize as *mut c_void)
+        })
+    }
+
+    unsafe fn free_for_kernels(&self, device: usize, ptr: *mut c_void) -> Result<()> {
+        self.enter(device)?;
+        self.with_memory_stream(device, |stream| match stream {
+            // SAFETY: `ptr` came from `alloc_for_kernels` (this function's contract); the stream is
+            // live as in `alloc_for_kernels`. The block is freed in the stream's order, with no wait.
+            Some(stream) if unsafe { self.api.free_device_async(device_ptr(ptr), stream.raw()) }? => Ok(()),
+            // SAFETY: as above, allocated without a memory stream.
+            _ => unsafe { self.free(device, ptr, AllocKind::Device) },
+        })
     }
 
     unsafe fn free(&self, device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()> {

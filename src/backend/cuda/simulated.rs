@@ -95,15 +95,10 @@ fn with<R>(f: impl FnOnce(&mut World) -> R) -> R {
     f(world().as_mut().expect("the simulated driver is reset first"))
 }
 
-/// Starts afresh with `gpus` (and `cuInit` answering `init_result`), freeing what the last test left.
+/// Starts afresh with `gpus` (and `cuInit` answering `init_result`). What a failed test left allocated
+/// is leaked, not freed: a server it left registered may still read its mailbox.
 pub fn reset(gpus: &[SimGpu], init_result: CuResult) {
     let mut slot = world();
-    if let Some(old) = slot.take() {
-        for (&ptr, _) in old.memory.iter() {
-            // SAFETY: every address in `memory` came from `libc::malloc` below.
-            unsafe { libc::free(ptr as *mut c_void) };
-        }
-    }
     *slot = Some(World {
         gpus: gpus.to_vec(),
         init_result,
@@ -289,7 +284,7 @@ unsafe extern "C" fn cu_device_get_attribute(value: *mut c_int, which: c_int, de
             a::MULTIPROCESSOR_COUNT => g.sms,
             a::COMPUTE_CAPABILITY_MAJOR => g.major,
             a::COMPUTE_CAPABILITY_MINOR => g.minor,
-            a::UNIFIED_ADDRESSING | a::MANAGED_MEMORY => 1,
+            a::UNIFIED_ADDRESSING | a::MANAGED_MEMORY | a::MEMORY_POOLS_SUPPORTED => 1,
             _ => 0,
         };
         // SAFETY: writable per the API.
@@ -590,6 +585,31 @@ unsafe extern "C" fn cu_mem_alloc(ptr: *mut CuDevicePtr, bytes: usize) -> CuResu
     })
 }
 
+unsafe extern "C" fn cu_mem_alloc_async(ptr: *mut CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult {
+    call("cuMemAllocAsync", |w| {
+        if !w.streams.contains_key(&(stream as usize)) {
+            return sys::CUDA_ERROR_INVALID_VALUE;
+        }
+        match alloc(w, bytes) {
+            // SAFETY: writable per the API.
+            Ok(p) => unsafe {
+                *ptr = p as CuDevicePtr;
+                0
+            },
+            Err(code) => code,
+        }
+    })
+}
+
+unsafe extern "C" fn cu_mem_free_async(ptr: CuDevicePtr, stream: CuHandle) -> CuResult {
+    call("cuMemFreeAsync", |w| {
+        if !w.streams.contains_key(&(stream as usize)) {
+            return sys::CUDA_ERROR_INVALID_VALUE;
+        }
+        free(w, ptr as usize)
+    })
+}
+
 unsafe extern "C" fn cu_mem_free(ptr: CuDevicePtr) -> CuResult {
     call("cuMemFree_v2", |w| free(w, ptr as usize))
 }
@@ -873,6 +893,10 @@ pub fn driver() -> &'static Driver {
             cuEventDestroy_v2: cu_event_destroy,
             cuEventRecord: cu_event_record,
             cuEventSynchronize: cu_event_synchronize,
+        },
+        optional: super::sys::OptionalFunctions {
+            cuMemAllocAsync: Some(cu_mem_alloc_async),
+            cuMemFreeAsync: Some(cu_mem_free_async),
         },
     })
 }

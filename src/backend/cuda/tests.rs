@@ -376,28 +376,37 @@ fn every_driver_call_failing_once_is_reported_and_survived() {
         (Step::Load, "cuFuncGetAttribute"),
         (Step::Load, "cuMemcpyHtoDAsync_v2"),
         (Step::Load, "cuStreamSynchronize"),
-        (Step::Load, "cuMemAllocHost_v2"),
-        (Step::Load, "cuMemAlloc_v2"),
         (Step::Alloc, "cuMemAlloc_v2"),
         (Step::Copy, "cuMemcpyHtoDAsync_v2"),
         (Step::Copy, "cuMemcpyDtoHAsync_v2"),
         (Step::Copy, "cuStreamSynchronize"),
         (Step::Launch, "cuLaunchKernel"),
-        (Step::Launch, "cuStreamQuery"),
         (Step::Launch, "cuStreamSynchronize"),
         (Step::Teardown, "cuMemFree_v2"),
         (Step::Teardown, "cuModuleUnload"),
-        (Step::Teardown, "cuMemFreeHost"),
         (Step::Teardown, "cuEventDestroy_v2"),
         (Step::Teardown, "cuStreamDestroy_v2"),
         (Step::Teardown, "cuDevicePrimaryCtxRelease_v2"),
     ];
-    for (step, call) in faults {
+    // Host services' mailbox (pinned host memory) and client object (device memory, stream-ordered),
+    // and the polling of a thread that waits for a kernel that may call the host.
+    let host_services: &[(Step, &str)] = if cfg!(feature = "rpc") {
+        &[
+            (Step::Launch, "cuStreamQuery"),
+            (Step::Load, "cuMemAllocHost_v2"),
+            (Step::Load, "cuMemAllocAsync"),
+            (Step::Teardown, "cuMemFreeHost"),
+            (Step::Teardown, "cuMemFreeAsync"),
+        ]
+    } else {
+        &[]
+    };
+    for &(step, call) in faults.iter().chain(host_services) {
         program_with_fault(Some((step, call)));
         let (memory, modules, streams, events, contexts) = simulated::live();
         // A failed release leaves exactly the object the driver refused to release; nothing else.
         let expected = match call {
-            "cuMemFree_v2" | "cuMemFreeHost" if step == Step::Teardown => (1, 0, 0, 0, 0),
+            "cuMemFree_v2" | "cuMemFreeHost" | "cuMemFreeAsync" if step == Step::Teardown => (1, 0, 0, 0, 0),
             "cuModuleUnload" if step == Step::Teardown => (0, 1, 0, 0, 0),
             "cuStreamDestroy_v2" => (0, 0, 1, 0, 0),
             "cuEventDestroy_v2" => (0, 0, 0, 1, 0),
@@ -413,8 +422,10 @@ fn every_driver_call_failing_once_is_reported_and_survived() {
 }
 
 /// Doubles each lane's first word and adds the lane number.
+#[cfg(feature = "rpc")]
 struct DoubleIt;
 
+#[cfg(feature = "rpc")]
 impl crate::rpc::registry::UserHandler for DoubleIt {
     fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
         let mut packets = vec![crate::rpc::port::Packet::default(); port.lanes() as usize];
@@ -426,6 +437,7 @@ impl crate::rpc::registry::UserHandler for DoubleIt {
     }
 }
 
+#[cfg(feature = "rpc")]
 #[test]
 fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
     use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
@@ -482,7 +494,7 @@ fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
             *out.lock().unwrap() = (ptrs, replies.iter().map(|r| r[0]).collect::<Vec<_>>());
         }),
     );
-    let allocs_before = simulated::world().as_ref().unwrap().calls["cuMemAlloc_v2"];
+    let allocs_before = simulated::world().as_ref().unwrap().calls["cuMemAllocAsync"];
     // SAFETY: the simulated kernel takes no arguments.
     unsafe { core.launch(0, loaded.addresses[1], &[], &LaunchRequest::default(), None) }.unwrap();
     let (ptrs, replies) = results.lock().unwrap().clone();
@@ -493,9 +505,9 @@ fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
         "one block per lane: {ptrs:x?}"
     );
     assert_eq!(
-        simulated::world().as_ref().unwrap().calls["cuMemAlloc_v2"] - allocs_before,
+        simulated::world().as_ref().unwrap().calls["cuMemAllocAsync"] - allocs_before,
         32,
-        "device malloc comes from device memory"
+        "device malloc comes from device memory, stream-ordered so as not to wait for the kernel"
     );
     // FREE has no reply: the serving thread may still be at it when the kernel has ended.
     let freed = || ptrs.iter().all(|p| !pinned(*p as usize));
@@ -589,7 +601,13 @@ fn nowait_work_is_queried_and_events_order_queues() {
     for info in infos.iter_mut() {
         core.synchronize(0, info).unwrap();
     }
-    assert_eq!(simulated::world().as_ref().unwrap().calls["cuStreamCreate"], 3);
+    // Two initial streams, one more for the third async info, and with host services the stream on
+    // which device code's allocations are made (the RPC client object was the first).
+    let memory_stream = usize::from(cfg!(feature = "rpc"));
+    assert_eq!(
+        simulated::world().as_ref().unwrap().calls["cuStreamCreate"],
+        3 + memory_stream
+    );
     simulated::clear_kernels();
     assert!(core.deinit().unwrap());
     assert_eq!(simulated::live(), (0, 0, 0, 0, 0));
