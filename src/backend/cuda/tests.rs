@@ -274,12 +274,46 @@ fn a_program_runs_through_the_core_and_releases_everything() {
 
     core.free(0, again as usize).unwrap();
     core.free(1, b as usize).unwrap();
-    core.unregister_library(&[(0x1000, 0x1000 + image.len())]).unwrap();
+    // Teardown releases everything, the still-loaded image too, in order: host services (the mailbox,
+    // with the rpc feature), images, cached memory, events, streams, and the context last.
+    let log_start = simulated::world().as_ref().unwrap().log.len();
     assert!(core.deinit().unwrap());
     assert_eq!(
         simulated::live(),
         (0, 0, 0, 0, 0),
         "memory, modules, streams, events, contexts"
+    );
+    let mut log = simulated::world().as_ref().unwrap().log[log_start..].to_vec();
+    // Device 0's teardown, up to its context's release (device 1's follows).
+    log.truncate(log.iter().position(|c| *c == "cuDevicePrimaryCtxRelease_v2").unwrap() + 1);
+    let first = |call: &str| {
+        log.iter()
+            .position(|c| *c == call)
+            .unwrap_or_else(|| panic!("no {call}: {log:?}"))
+    };
+    let last = |call: &str| log.iter().rposition(|c| *c == call).unwrap();
+    if cfg!(feature = "rpc") {
+        assert!(
+            last("cuMemFreeHost") < first("cuModuleUnload"),
+            "the mailbox before the image: {log:?}"
+        );
+    }
+    assert!(
+        first("cuModuleUnload") < first("cuMemFree_v2"),
+        "then cached blocks: {log:?}"
+    );
+    assert!(
+        last("cuMemFree_v2") < first("cuEventDestroy_v2"),
+        "then events: {log:?}"
+    );
+    assert!(
+        last("cuEventDestroy_v2") < first("cuStreamDestroy_v2"),
+        "then streams: {log:?}"
+    );
+    assert_eq!(
+        log.last(),
+        Some(&"cuDevicePrimaryCtxRelease_v2"),
+        "the context last: {log:?}"
     );
     drop(host);
 }
