@@ -393,6 +393,28 @@ unsafe extern "C" fn cu_module_load_data_ex(
     _values: *mut *mut c_void,
 ) -> CuResult {
     call("cuModuleLoadDataEx", |w| {
+        // SAFETY: an image is an ELF file or PTX text; both start with at least 4 readable bytes.
+        let magic = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), 4) };
+        if magic != b"\x7fELF" {
+            // PTX, read as the driver reads it: up to the NUL the caller must have put at its end.
+            // SAFETY: as the driver would, this relies on that NUL.
+            let text = unsafe { CStr::from_ptr(image.cast()) }.to_string_lossy().into_owned();
+            if !text.contains(".version") {
+                return sys::CUDA_ERROR_INVALID_IMAGE;
+            }
+            let mut loaded = Module::default();
+            for name in text.split(".entry ").skip(1) {
+                let name: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let function = handle(w);
+                w.functions.insert(function, name.clone());
+                loaded.kernels.insert(name, function);
+            }
+            let id = handle(w);
+            w.modules.insert(id, loaded);
+            // SAFETY: writable per the API.
+            unsafe { *module = id as CuHandle };
+            return sys::CUDA_SUCCESS;
+        }
         // SAFETY: the image starts with an ELF header (checked next); its full length is read from
         // the header's section table, within the bytes the backend passed, which are a whole cubin
         // in these tests.

@@ -669,3 +669,30 @@ fn device_info_lists_what_the_stock_plugin_prints() {
     assert!(core.deinit().unwrap());
     assert_eq!(simulated::live(), (0, 0, 0, 0, 0));
 }
+
+#[test]
+fn ptx_images_are_handed_to_the_driver_to_compile() {
+    let _serial = serial();
+    let ptx = b"//\n// hand-written\n//\n.version 7.8\n.target sm_80\n.address_size 64\n\n\
+                .visible .entry tiny_kernel()\n{\n\tret;\n}\n";
+    let core = core_on(&[A10], &[]);
+    assert!(core.is_valid_image(ptx, ptx.len(), None), "sm_80 PTX runs on sm_86");
+    let newer = String::from_utf8_lossy(ptx).replace("sm_80", "sm_90");
+    assert!(
+        !core.is_valid_image(newer.as_bytes(), newer.len(), None),
+        "but sm_90 PTX does not"
+    );
+    core.init_device(0).unwrap();
+    // The image's bytes end without a NUL; the driver gets a terminated copy.
+    let entries = [HostEntry {
+        name: CString::new("tiny_kernel").unwrap(),
+        size: 0,
+        flags: 0,
+    }];
+    let loaded = core.load_image(0, 0x1000, ptx, &entries).unwrap();
+    // SAFETY: the kernel takes no arguments and has no body here.
+    unsafe { core.launch(0, loaded.addresses[0], &[], &LaunchRequest::default(), None) }.unwrap();
+    assert_eq!(simulated::world().as_ref().unwrap().launches[0].kernel, "tiny_kernel");
+    assert!(core.deinit().unwrap());
+    assert_eq!(simulated::live(), (0, 0, 0, 0, 0));
+}
