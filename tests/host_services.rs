@@ -206,3 +206,28 @@ fn a_simulated_warp_runs_the_gpu_client_code_through_the_plugin() {
         assert!(!out.stderr.contains("omprpc error"), "{}", out.stderr);
     }
 }
+
+/// A child forked after the parent offloaded with host services offloads too: its host calls are
+/// served (the serving thread is started again in the child), where before the child hung.
+#[test]
+fn a_forked_child_is_served() {
+    let exe = build_program("fork_child.c");
+    let expected = "parent: a host call from the device\n\
+                    parent: region gave 42, on device 1\n\
+                    child: a host call from the device\n\
+                    child: region gave 42, on device 1\n\
+                    child exited with 0\n";
+    let ours = run_text(&exe, &[], Plugin::Ours, &[]);
+    assert!(
+        ours.status.success(),
+        "{}\n{}\n{}",
+        ours.status,
+        ours.stdout,
+        ours.stderr
+    );
+    assert_eq!(ours.stdout, expected);
+    check_ours_ran(&ours.stderr).unwrap();
+    // The stock plugin has no host services (the header's host fallback prints): the same lines.
+    let stock = run_text(&exe, &[], Plugin::Stock, &[]);
+    assert_eq!(stock.stdout, expected, "under the stock plugin");
+}

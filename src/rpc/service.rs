@@ -3,13 +3,13 @@
 //! condition variable, using no CPU, when no such kernel runs. It starts with the first server, so a
 //! program that never uses host services never has it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, LazyLock, Mutex, Once};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, Once};
 use std::time::Duration;
 
 use super::registry;
 use crate::util::log;
-use crate::util::sync::{lock, wait};
+use crate::util::sync::{fork_generation, lock, wait};
 
 struct Service {
     /// Kernels in flight on devices with a server.
@@ -17,14 +17,53 @@ struct Service {
     sleep: Mutex<()>,
     wake: Condvar,
     started: Once,
+    /// The fork generation of the process this service (and its thread) belongs to.
+    generation: u64,
 }
 
-static SERVICE: LazyLock<Service> = LazyLock::new(|| Service {
-    active: AtomicUsize::new(0),
-    sleep: Mutex::new(()),
-    wake: Condvar::new(),
-    started: Once::new(),
-});
+/// The service of this process. A forked child, whose serving thread did not survive the fork, gets a
+/// new one (the old one, whose locks may have been held by threads that are gone, is leaked).
+static SERVICE: AtomicPtr<Service> = AtomicPtr::new(std::ptr::null_mut());
+/// Serialises replacing the service.
+static REPLACE: Mutex<()> = Mutex::new(());
+
+fn service() -> &'static Service {
+    let current = SERVICE.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer is a leaked `Service`, never freed.
+    if let Some(service) = unsafe { current.as_ref() } {
+        if service.generation == fork_generation() {
+            return service;
+        }
+    }
+    replace_service()
+}
+
+#[cold]
+fn replace_service() -> &'static Service {
+    let _replacing = lock(&REPLACE);
+    let generation = fork_generation();
+    // SAFETY: as in `service`.
+    if let Some(service) = unsafe { SERVICE.load(Ordering::Acquire).as_ref() } {
+        if service.generation == generation {
+            return service;
+        }
+    }
+    let fresh: &'static Service = Box::leak(Box::new(Service {
+        active: AtomicUsize::new(0),
+        sleep: Mutex::new(()),
+        wake: Condvar::new(),
+        started: Once::new(),
+        generation,
+    }));
+    let forked = !SERVICE
+        .swap((fresh as *const Service).cast_mut(), Ordering::AcqRel)
+        .is_null();
+    if forked {
+        // The servers were registered before the fork; serve them in this process too.
+        start_thread(fresh);
+    }
+    fresh
+}
 
 /// Spinning rounds with nothing to serve before the thread starts yielding, then sleeping.
 const SPIN_ROUNDS: u32 = 4000;
@@ -34,10 +73,14 @@ const MAX_NAP: Duration = Duration::from_micros(500);
 
 /// Starts the serving thread unless it runs already.
 pub(crate) fn ensure_started() {
-    SERVICE.started.call_once(|| {
+    start_thread(service());
+}
+
+fn start_thread(service: &'static Service) {
+    service.started.call_once(|| {
         let spawned = std::thread::Builder::new()
             .name("omprpc-rpc".into())
-            .spawn(serve_forever);
+            .spawn(move || serve_forever(service));
         if let Err(e) = spawned {
             log::error(format_args!(
                 "cannot start the RPC server thread: {e}; host calls are served only while the program \
@@ -49,31 +92,35 @@ pub(crate) fn ensure_started() {
 
 /// A kernel that may call the host has been launched: serve until [`kernels_finished`] says it ended.
 pub fn kernel_started() {
-    if SERVICE.active.fetch_add(1, Ordering::SeqCst) == 0 {
-        let _lock = lock(&SERVICE.sleep);
-        SERVICE.wake.notify_one();
+    let service = service();
+    if service.active.fetch_add(1, Ordering::SeqCst) == 0 {
+        let _lock = lock(&service.sleep);
+        service.wake.notify_one();
     }
 }
 
 /// `count` kernels counted by [`kernel_started`] have ended.
 pub fn kernels_finished(count: usize) {
     if count > 0 {
-        SERVICE.active.fetch_sub(count, Ordering::SeqCst);
+        // Saturating: kernels counted before a fork belong to the parent's service.
+        let _ = service()
+            .active
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| Some(n.saturating_sub(count)));
     }
 }
 
-fn serve_forever() {
+fn serve_forever(service: &'static Service) {
     let mut quiet_rounds = 0u32;
     let mut nap = Duration::from_micros(20);
     let mut seen = registry::generation();
     let mut servers = registry::servers();
     loop {
-        if SERVICE.active.load(Ordering::SeqCst) == 0 {
+        if service.active.load(Ordering::SeqCst) == 0 {
             // Hold no server while asleep, so that a device's teardown need not wait for this thread.
             drop(servers);
-            let mut guard = lock(&SERVICE.sleep);
-            while SERVICE.active.load(Ordering::SeqCst) == 0 {
-                guard = wait(&SERVICE.wake, guard);
+            let mut guard = lock(&service.sleep);
+            while service.active.load(Ordering::SeqCst) == 0 {
+                guard = wait(&service.wake, guard);
             }
             drop(guard);
             seen = registry::generation();

@@ -32,7 +32,8 @@ enum Op {
 #[derive(Default)]
 struct State {
     ops: VecDeque<Op>,
-    worker_started: bool,
+    /// The fork generation in which the worker was started (threads do not survive `fork()`).
+    worker_generation: Option<u64>,
     /// The worker sleeps on `work` and needs a wake-up.
     worker_sleeping: bool,
     /// Threads sleeping on `idle`.
@@ -82,7 +83,10 @@ impl HostQueue {
 
     fn push(&self, op: Op) -> Result<()> {
         let mut state = lock(&self.shared.state);
-        if !state.worker_started {
+        let generation = crate::util::sync::fork_generation();
+        if state.worker_generation != Some(generation) {
+            // First work, or first work in a forked child, whose copy of the worker does not run.
+            state.worker_sleeping = false;
             let shared = Arc::clone(&self.shared);
             std::thread::Builder::new()
                 .name("omprpc-queue".into())
@@ -92,7 +96,7 @@ impl HostQueue {
                     call: "starting a host queue thread",
                     detail: e.to_string(),
                 })?;
-            state.worker_started = true;
+            state.worker_generation = Some(generation);
         }
         self.shared.pending.fetch_add(1, Ordering::AcqRel);
         state.ops.push_back(op);
@@ -369,7 +373,10 @@ mod tests {
         // SAFETY: `count` takes no arguments.
         unsafe { queue.launch(count as *const c_void, &[], false) }.unwrap();
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "ran before returning");
-        assert!(!lock(&queue.shared.state).worker_started, "no thread for inline work");
+        assert!(
+            lock(&queue.shared.state).worker_generation.is_none(),
+            "no thread for inline work"
+        );
         let event = HostEvent::default();
         queue.record(&event).unwrap();
         event.synchronize();
