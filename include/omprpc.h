@@ -66,9 +66,11 @@ const char *omprpc_version(void);
 
 /*
  Registers `handler` for user opcode `opcode` (0x8000-0xffff) on every device, before or after
- the devices start; a later registration of the same opcode replaces it. Returns 0, or -1 with a
- message on stderr (reserved opcode, NULL handler, called from inside a handler, or a plugin built
- without host services).
+ the devices start; a later registration of the same opcode replaces it. Calls of one opcode reach
+ its handler one at a time (on whichever thread serves them); handlers of different opcodes may
+ run at the same time, so state they share needs a lock. Returns 0, or -1 with a message on stderr
+ (reserved opcode, NULL handler, called from inside a handler, or a plugin built without host
+ services).
  */
 int32_t omprpc_register_handler(uint16_t opcode, omprpc_handler handler, void *user_data);
 

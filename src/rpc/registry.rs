@@ -27,6 +27,10 @@ pub struct Registered {
     pub opcode: u16,
     /// The handler.
     pub handler: Box<dyn UserHandler>,
+    /// Held while the handler runs: calls of one opcode are served one at a time, whichever threads
+    /// serve them (the serving thread, threads waiting for their device's work), so that a handler
+    /// needs no locking of its own for its own state.
+    pub serial: std::sync::Mutex<()>,
 }
 
 struct Registry {
@@ -109,7 +113,11 @@ pub fn register_handler(op: u16, handler: Box<dyn UserHandler>) -> Result<()> {
             "a handler cannot be registered from inside a handler".into(),
         ));
     }
-    let registered: &'static Registered = Box::leak(Box::new(Registered { opcode: op, handler }));
+    let registered: &'static Registered = Box::leak(Box::new(Registered {
+        opcode: op,
+        handler,
+        serial: std::sync::Mutex::new(()),
+    }));
     let mut handlers = lock(&REGISTRY.handlers);
     for server in servers().iter() {
         server.install_user_opcode(registered)?;

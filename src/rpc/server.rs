@@ -203,6 +203,7 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
         let mut port = unsafe { Port::from_raw(raw) };
+        let _one_at_a_time = lock(&user.registered.serial);
         user.registered.handler.serve(&mut port);
     }));
     if let Err(panic) = outcome {
