@@ -59,6 +59,17 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
     if [ "$1" = PASS ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
     printf '%-4s %-22s %s\n' "$1" "$2" "$3"
   }
+  # llvm-omp-device-info lists every device, with the stock plugin's lines.
+  run_case "$stock" llvm-omp-device-info
+  stock_devices=$(grep -c '^Device (' "$tmp/out" || true)
+  run_case "$ours" llvm-omp-device-info
+  listed="$(grep -c '^Device (' "$tmp/out" || true) $(grep -c 'Device Name:' "$tmp/out" || true)"
+  if [ "$status" = 0 ] && [ "$listed" = "$devices $devices" ]; then
+    report PASS llvm-omp-device-info "$devices device(s), each named | stock plugin: $stock_devices device(s)"
+  else
+    report FAIL llvm-omp-device-info "(exit $status) devices, named: $listed; want $devices"
+  fi
+  sed -n '/^Device (0)/,/^$/p' "$tmp/out" | head -8 | sed 's/^/  /'
   # Programs with an expected output: with omprpc, that output (host services included); with the
   # stock plugin, the same where the program does not need host services.
   for expected in "$B"/expected/*.expected; do
@@ -164,6 +175,7 @@ for name in rpc_concurrent rpc_exit bench_launch bench_rpc; do build "c_tests/$n
 build c_tests/gpu/device_client.c device_client
 
 llvm=/usr/lib/llvm-16/lib
+cp -L "$llvm/../bin/llvm-omp-device-info" "$bundle/bin/" # its run path is $ORIGIN/../lib, as ours
 for f in libomp.so.5 libomptarget.so.16 libomptarget.rtl.cuda.nextgen.so; do cp -L "$llvm/$f" "$bundle/lib/"; done
 cp -L "$llvm/libLLVM-16.so.1" /usr/lib/x86_64-linux-gnu/libz3.so.4 "$bundle/lib/"
 for f in libffi.so.8 libedit.so.2 libxml2.so.2 libicuuc.so.72 libicudata.so.72 libtinfo.so.6 libbsd.so.0 libmd.so.0; do

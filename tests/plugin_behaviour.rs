@@ -119,8 +119,19 @@ fn device_info_tool_lists_our_devices() {
         .output()
         .unwrap_or_else(|e| panic!("{tool}: {e}; install it with: {}", support::SETUP));
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // Each device's lines follow the tool's own "Device (N):" heading, also when stdout is a pipe
+    // (the tool's printf buffers; the plugin's lines must not overtake it).
     for device in 0..4 {
-        assert!(stdout.contains(&format!("host device {device} of 4")), "{stdout}");
+        let heading = format!("Device ({device}):\n");
+        let after = stdout
+            .find(&heading)
+            .map(|at| &stdout[at + heading.len()..])
+            .unwrap_or_else(|| panic!("no {heading:?} in {stdout}"));
+        let first = after.lines().next().unwrap_or("");
+        assert!(
+            first.contains(&format!("host device {device} of 4")),
+            "device {device}'s lines should follow its heading: {stdout}"
+        );
     }
     assert!(stdout.contains("Hardware threads"), "{stdout}");
 }

@@ -582,6 +582,10 @@ pub extern "C" fn __tgt_rtl_print_device_info(id: i32) {
         for (name, value) in lines {
             text.push_str(&format!("    {name:<30}{value}\n"));
         }
+        // The caller (llvm-omp-device-info) prints its heading with C's buffered stdio; flush it
+        // first so that the lines stay in order when stdout is a pipe or a file.
+        // SAFETY: fflush(NULL) flushes every open C output stream; it takes no pointer of ours.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
         use std::io::Write;
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());

@@ -3,6 +3,8 @@
 //! the layers above depend on it and it on none of them.
 
 pub mod address_map;
+#[cfg(test)]
+pub mod alloc_count;
 pub mod config;
 pub mod elf;
 pub mod error;

@@ -92,6 +92,7 @@ pub fn world() -> MutexGuard<'static, Option<World>> {
 }
 
 fn with<R>(f: impl FnOnce(&mut World) -> R) -> R {
+    let _not_the_plugins = crate::util::alloc_count::pause();
     f(world().as_mut().expect("the simulated driver is reset first"))
 }
 

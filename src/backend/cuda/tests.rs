@@ -318,6 +318,42 @@ fn a_program_runs_through_the_core_and_releases_everything() {
     drop(host);
 }
 
+#[test]
+fn a_launch_allocates_nothing_on_the_host() {
+    let _serial = serial();
+    let core = core_on(&[H100], &[]);
+    core.init_device(0).unwrap();
+    let image = cubin("sm_90");
+    let (entries, _, _) = entries_of(&image);
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let counter = loaded.addresses[2];
+    let args = [0x1234 as *mut c_void, counter as *mut c_void];
+    let request = LaunchRequest {
+        teams: 4,
+        thread_limit: 64,
+        tripcount: 1000,
+        ..Default::default()
+    };
+    let launch_twice = || {
+        // SAFETY: the simulated kernels have no bodies; the arguments are only passed along.
+        unsafe { core.launch(0, loaded.addresses[0], &args, &request, None) }.unwrap();
+        let mut queue: *mut c_void = std::ptr::null_mut();
+        // SAFETY: as above.
+        unsafe { core.launch(0, loaded.addresses[1], &args, &request, Some(&mut queue)) }.unwrap();
+        core.synchronize(0, &mut queue).unwrap();
+    };
+    // The first launches may fill the queue pool; the steady state is what every region pays.
+    launch_twice();
+    let ((), allocations) = crate::util::alloc_count::allocations_during(|| {
+        for _ in 0..10 {
+            launch_twice();
+        }
+    });
+    assert_eq!(allocations, 0, "host allocations in 20 launches, blocking and nowait");
+    assert_eq!(simulated::world().as_ref().unwrap().launches.len(), 22);
+    assert!(core.deinit().unwrap());
+}
+
 /// The steps of a small program, each a group of entry points that the fault test makes fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
