@@ -103,10 +103,6 @@ pub struct Config {
     pub max_teams: u32,
     /// `OMP_TEAMS_THREAD_LIMIT`: caps the threads of a team when set (0 = no cap).
     pub max_team_threads: u32,
-    /// Stack of the threads that run `nowait` host kernels: `OMP_STACKSIZE` (or `KMP_STACKSIZE`) when
-    /// larger than the 8 MiB a program's main thread usually has, since such a kernel's initial thread
-    /// stands in for it.
-    pub kernel_stack_bytes: usize,
     /// `LIBOMPTARGET_STACK_SIZE`: per-thread stack of GPU kernels, set on the device when given.
     pub device_stack_bytes: Option<usize>,
     /// `LIBOMPTARGET_HEAP_SIZE`: the GPU's device-side `malloc` heap, set on the device when given.
@@ -117,27 +113,6 @@ pub struct Config {
 
 /// libomptarget's default for `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD` (8 KiB).
 pub const DEFAULT_MEMORY_MANAGER_THRESHOLD: usize = 1 << 13;
-
-/// Stack of a program's main thread on Linux by default, and the least a kernel thread gets.
-pub const DEFAULT_KERNEL_STACK: usize = 8 << 20;
-
-/// Parses an OpenMP stack size: a number with an optional unit B, K, M or G (K when none).
-pub fn parse_stack_size(text: &str) -> Option<usize> {
-    let text = text.trim();
-    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => (&text[..i], text[i..].trim()),
-        None => (text, ""),
-    };
-    let value: usize = digits.parse().ok()?;
-    let scale: usize = match unit.to_ascii_uppercase().as_str() {
-        "B" => 1,
-        "" | "K" => 1 << 10,
-        "M" => 1 << 20,
-        "G" => 1 << 30,
-        _ => return None,
-    };
-    value.checked_mul(scale)
-}
 
 impl Config {
     /// Reads the settings from the process environment.
@@ -177,10 +152,6 @@ impl Config {
             info_level,
             initial_queues: count_setting(&lookup, "LIBOMPTARGET_NUM_INITIAL_STREAMS", 32, 0, 4096),
             initial_events: count_setting(&lookup, "LIBOMPTARGET_NUM_INITIAL_EVENTS", 32, 0, 4096),
-            kernel_stack_bytes: lookup("OMP_STACKSIZE")
-                .or_else(|| lookup("KMP_STACKSIZE"))
-                .and_then(|text| parse_stack_size(&text))
-                .map_or(DEFAULT_KERNEL_STACK, |bytes| bytes.max(DEFAULT_KERNEL_STACK)),
             rpc_ports: optional_count(&lookup, "OMPRPC_RPC_PORTS", 1, 4096, "the device's default").map(|n| n as u32),
             memory_manager_threshold: count_setting(
                 &lookup,
@@ -280,20 +251,6 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(BackendKind::from_plugin_file_name(name), want, "{name}");
         }
-    }
-
-    #[test]
-    fn stack_sizes_parse_like_openmp() {
-        assert_eq!(parse_stack_size("64"), Some(64 << 10));
-        assert_eq!(parse_stack_size("16M"), Some(16 << 20));
-        assert_eq!(parse_stack_size("2g"), Some(2 << 30));
-        assert_eq!(parse_stack_size("100B"), Some(100));
-        assert_eq!(parse_stack_size("12 k"), Some(12 << 10));
-        assert_eq!(parse_stack_size("lots"), None);
-        assert_eq!(parse_stack_size("5X"), None);
-        let env = |v: &'static str| move |name: &str| (name == "OMP_STACKSIZE").then(|| v.to_string());
-        assert_eq!(Config::from_lookup(env("64M")).kernel_stack_bytes, 64 << 20);
-        assert_eq!(Config::from_lookup(env("1M")).kernel_stack_bytes, DEFAULT_KERNEL_STACK);
     }
 
     #[test]

@@ -383,7 +383,18 @@ pub fn run_with_limit(mut cmd: Command, limit: std::time::Duration) -> Output {
     cmd.stdin(std::process::Stdio::null());
     cmd.stdout(std::fs::File::create(&out_path).unwrap());
     cmd.stderr(std::fs::File::create(&err_path).unwrap());
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    // A program just written by this process can be briefly busy (ETXTBSY): a child forked by another
+    // test thread while the compiler's output was open for writing holds it until that child execs.
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            spawned => break spawned.unwrap_or_else(|e| panic!("running {cmd:?}: {e}")),
+        }
+    };
     let start = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {

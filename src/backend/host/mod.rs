@@ -8,7 +8,7 @@ pub mod queue;
 use std::ffi::{c_void, CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use self::queue::{HostEvent, HostQueue};
+use self::queue::HostHandle;
 use super::{AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice};
 use crate::util::config::{BackendKind, Config};
 use crate::util::error::{Error, Result};
@@ -16,22 +16,29 @@ use crate::util::error::{Error, Result};
 /// The host backend: `devices` independent copies of every image in one address space.
 pub struct HostBackend {
     devices: usize,
-    /// Stack of the threads that run queued (`nowait`) kernels.
-    kernel_stack_bytes: usize,
     /// Lanes per RPC port: 1, or a simulated warp's 32 or 64 for testing the GPU client on the host.
     rpc_lanes: u32,
 }
 
 impl HostBackend {
-    /// The backend the settings ask for: `OMPRPC_HOST_DEVICES` devices, queue threads with the stack of
-    /// `OMP_STACKSIZE`, and `OMPRPC_HOST_RPC_LANES` lanes per RPC port.
+    /// The backend the settings ask for: `OMPRPC_HOST_DEVICES` devices and `OMPRPC_HOST_RPC_LANES`
+    /// lanes per RPC port.
     pub fn from_config(config: &Config) -> HostBackend {
         HostBackend {
             devices: config.host_devices,
-            kernel_stack_bytes: config.kernel_stack_bytes,
             rpc_lanes: config.host_rpc_lanes,
         }
     }
+}
+
+/// Every copy on the host device, in any direction: memory is shared, and work runs when submitted.
+///
+/// # Safety
+/// Both ranges are valid for `size` bytes (they may overlap).
+unsafe fn copy_now(dst: *mut c_void, src: *const c_void, size: usize) -> Result<()> {
+    // SAFETY: forwarded from this function's contract; `copy` is memmove.
+    unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+    Ok(())
 }
 
 /// A kernel of a host image: the outlined region's address.
@@ -60,8 +67,8 @@ fn memory_bytes() -> u64 {
 impl Backend for HostBackend {
     type Module = HostModule;
     type Kernel = HostKernel;
-    type Queue = HostQueue;
-    type Event = HostEvent;
+    type Queue = HostHandle;
+    type Event = HostHandle;
 
     fn kind(&self) -> BackendKind {
         BackendKind::Host
@@ -156,10 +163,10 @@ impl Backend for HostBackend {
         dst: *mut c_void,
         src: *const c_void,
         size: usize,
-        queue: &HostQueue,
+        _queue: &HostHandle,
     ) -> Result<()> {
-        // SAFETY: forwarded from the trait method's contract; host and device share the address space.
-        unsafe { queue.copy(dst, src, size) }
+        // SAFETY: forwarded from the trait method's contract.
+        unsafe { copy_now(dst, src, size) }
     }
 
     unsafe fn copy_to_host(
@@ -168,10 +175,10 @@ impl Backend for HostBackend {
         dst: *mut c_void,
         src: *const c_void,
         size: usize,
-        queue: &HostQueue,
+        _queue: &HostHandle,
     ) -> Result<()> {
         // SAFETY: as in `copy_to_device`.
-        unsafe { queue.copy(dst, src, size) }
+        unsafe { copy_now(dst, src, size) }
     }
 
     fn can_exchange(&self, _src_device: usize, _dst_device: usize) -> bool {
@@ -186,10 +193,10 @@ impl Backend for HostBackend {
         _dst_device: usize,
         dst: *mut c_void,
         size: usize,
-        queue: &HostQueue,
+        _queue: &HostHandle,
     ) -> Result<()> {
         // SAFETY: as in `copy_to_device`.
-        unsafe { queue.copy(dst, src, size) }
+        unsafe { copy_now(dst, src, size) }
     }
 
     unsafe fn launch(
@@ -198,58 +205,58 @@ impl Backend for HostBackend {
         kernel: &HostKernel,
         args: &[*mut c_void],
         _geometry: LaunchGeometry,
-        asynchronous: bool,
-        queue: &HostQueue,
+        _asynchronous: bool,
+        _queue: &HostHandle,
     ) -> Result<()> {
         // SAFETY: `kernel` is the image's symbol for an outlined region, which takes one pointer-sized
         // argument per mapped variable; the core checked the count against `max_kernel_args`.
-        unsafe { queue.launch(kernel.0, args, asynchronous) }
-    }
-
-    fn create_queue(&self, _device: usize) -> Result<HostQueue> {
-        Ok(HostQueue::new(self.kernel_stack_bytes))
-    }
-
-    fn destroy_queue(&self, _device: usize, queue: &HostQueue) -> Result<()> {
-        queue.stop();
+        // It runs now, on the calling thread, `nowait` or not (see the queue module).
+        unsafe { invoke::call_with_pointer_args(kernel.0, args) };
         Ok(())
     }
 
-    fn queue_handle(&self, queue: &HostQueue) -> *mut c_void {
+    fn create_queue(&self, _device: usize) -> Result<HostHandle> {
+        Ok(HostHandle::new())
+    }
+
+    fn destroy_queue(&self, _device: usize, _queue: &HostHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn queue_handle(&self, queue: &HostHandle) -> *mut c_void {
         queue.handle()
     }
 
-    fn synchronize(&self, _device: usize, queue: &HostQueue) -> Result<()> {
-        queue.synchronize();
+    // Work ran when it was submitted (see the queue module): there is never anything to wait for.
+    fn synchronize(&self, _device: usize, _queue: &HostHandle) -> Result<()> {
         Ok(())
     }
 
-    fn is_idle(&self, _device: usize, queue: &HostQueue) -> Result<bool> {
-        Ok(queue.is_idle())
+    fn is_idle(&self, _device: usize, _queue: &HostHandle) -> Result<bool> {
+        Ok(true)
     }
 
-    fn create_event(&self, _device: usize) -> Result<HostEvent> {
-        Ok(HostEvent::default())
+    fn create_event(&self, _device: usize) -> Result<HostHandle> {
+        Ok(HostHandle::new())
     }
 
-    fn destroy_event(&self, _device: usize, _event: &HostEvent) -> Result<()> {
+    fn destroy_event(&self, _device: usize, _event: &HostHandle) -> Result<()> {
         Ok(())
     }
 
-    fn event_handle(&self, event: &HostEvent) -> *mut c_void {
+    fn event_handle(&self, event: &HostHandle) -> *mut c_void {
         event.handle()
     }
 
-    fn record_event(&self, _device: usize, event: &HostEvent, queue: &HostQueue) -> Result<()> {
-        queue.record(event)
+    fn record_event(&self, _device: usize, _event: &HostHandle, _queue: &HostHandle) -> Result<()> {
+        Ok(())
     }
 
-    fn wait_event(&self, _device: usize, event: &HostEvent, queue: &HostQueue) -> Result<()> {
-        queue.wait(event)
+    fn wait_event(&self, _device: usize, _event: &HostHandle, _queue: &HostHandle) -> Result<()> {
+        Ok(())
     }
 
-    fn sync_event(&self, _device: usize, event: &HostEvent) -> Result<()> {
-        event.synchronize();
+    fn sync_event(&self, _device: usize, _event: &HostHandle) -> Result<()> {
         Ok(())
     }
 
