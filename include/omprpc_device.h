@@ -740,11 +740,22 @@ typedef struct {
     double d;
     const void *p;
 #if !OMPRPC_GPU_
-    long double ld;
+    /* A long double's bytes, not a long double: with a long double member the compiler copies the
+     * whole union through the x87 unit (fldt/fstpt), which keeps an integer's or a pointer's bits
+     * only while the bytes above them happen to be zero (and not at all under valgrind). */
+    unsigned char ld[sizeof(long double)];
 #endif
   } v;
   int kind;
 } omprpc_arg;
+
+#if !OMPRPC_GPU_
+static inline long double omprpc_arg_ldouble_(const omprpc_arg *a) {
+  long double v;
+  omprpc_copy_(&v, a->v.ld, sizeof v);
+  return v;
+}
+#endif
 
 enum { OMPRPC_ARG_INT, OMPRPC_ARG_UINT, OMPRPC_ARG_DOUBLE, OMPRPC_ARG_PTR, OMPRPC_ARG_LDOUBLE };
 
@@ -775,7 +786,7 @@ static inline omprpc_arg omprpc_arg_p_(const void *v) {
 #if !OMPRPC_GPU_
 static inline omprpc_arg omprpc_arg_ld_(long double v) {
   omprpc_arg a;
-  a.v.ld = v;
+  omprpc_copy_(a.v.ld, &v, sizeof v);
   a.kind = OMPRPC_ARG_LDOUBLE;
   return a;
 }
@@ -875,30 +886,30 @@ static inline int omprpc_next_spec_(const char *p, omprpc_spec_ *spec) {
   return 0;
 }
 
-static inline long long omprpc_as_long_(omprpc_arg a) {
-  switch (a.kind) {
+static inline long long omprpc_as_long_(const omprpc_arg *a) {
+  switch (a->kind) {
   case OMPRPC_ARG_DOUBLE:
-    return (long long)a.v.d;
+    return (long long)a->v.d;
 #if !OMPRPC_GPU_
   case OMPRPC_ARG_LDOUBLE:
-    return (long long)a.v.ld;
+    return (long long)omprpc_arg_ldouble_(a);
 #endif
   default:
-    return a.v.i;
+    return a->v.i;
   }
 }
 
-static inline double omprpc_as_double_(omprpc_arg a) {
-  switch (a.kind) {
+static inline double omprpc_as_double_(const omprpc_arg *a) {
+  switch (a->kind) {
   case OMPRPC_ARG_DOUBLE:
-    return a.v.d;
+    return a->v.d;
   case OMPRPC_ARG_INT:
-    return (double)a.v.i;
+    return (double)a->v.i;
   case OMPRPC_ARG_UINT:
-    return (double)a.v.u;
+    return (double)a->v.u;
 #if !OMPRPC_GPU_
   case OMPRPC_ARG_LDOUBLE:
-    return (double)a.v.ld;
+    return (double)omprpc_arg_ldouble_(a);
 #endif
   default:
     return 0.0;
@@ -952,14 +963,14 @@ static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, 
   const omprpc_arg none = omprpc_arg_i_(0);
   for (const char *p = format; omprpc_next_spec_(p, &spec); p = spec.end) {
     for (int star = 0; star < spec.star_width + spec.star_precision; ++star) {
-      int v = (int)omprpc_as_long_(next < count ? args[next] : none);
+      int v = (int)omprpc_as_long_(next < count ? &args[next] : &none);
       ++next;
       if (spec.emitted)
         used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
     }
     if (spec.want == OMPRPC_WANT_NONE)
       continue;
-    omprpc_arg a = next < count ? args[next] : none;
+    const omprpc_arg *a = next < count ? &args[next] : &none;
     ++next;
     if (!spec.emitted)
       continue;
@@ -982,7 +993,7 @@ static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, 
     case OMPRPC_WANT_LDOUBLE: {
       unsigned char v[16];
 #if !OMPRPC_GPU_
-      long double ld = a.kind == OMPRPC_ARG_LDOUBLE ? a.v.ld : (long double)omprpc_as_double_(a);
+      long double ld = a->kind == OMPRPC_ARG_LDOUBLE ? omprpc_arg_ldouble_(a) : (long double)omprpc_as_double_(a);
       for (int i = 0; i < 16; ++i)
         v[i] = 0;
       omprpc_copy_(v, &ld, 10);
@@ -993,7 +1004,7 @@ static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, 
       break;
     }
     default: {
-      const void *v = a.kind == OMPRPC_ARG_PTR ? a.v.p : (const void *)(uintptr_t)a.v.u;
+      const void *v = a->kind == OMPRPC_ARG_PTR ? a->v.p : (const void *)(uintptr_t)a->v.u;
       used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
       break;
     }
@@ -1024,8 +1035,8 @@ static inline int omprpc_host_printf_(FILE *stream, const char *format, const om
     one[len] = 0;
     int stars[2] = {0, 0};
     for (int star = 0; star < spec.star_width + spec.star_precision; ++star)
-      stars[star] = (int)omprpc_as_long_(next < count ? args[next++] : none);
-    omprpc_arg a = spec.want == OMPRPC_WANT_NONE ? none : next < count ? args[next++] : none;
+      stars[star] = (int)omprpc_as_long_(next < count ? &args[next++] : &none);
+    const omprpc_arg *a = spec.want == OMPRPC_WANT_NONE ? &none : next < count ? &args[next++] : &none;
     int n = 0, nstars = spec.star_width + spec.star_precision;
 #define OMPRPC_PRINT_ONE_(value)                                                                          \
   (nstars == 2   ? fprintf(stream, one, stars[0], stars[1], value)                                        \
@@ -1042,10 +1053,10 @@ static inline int omprpc_host_printf_(FILE *stream, const char *format, const om
       n = OMPRPC_PRINT_ONE_(omprpc_as_double_(a));
       break;
     case OMPRPC_WANT_LDOUBLE:
-      n = OMPRPC_PRINT_ONE_(a.kind == OMPRPC_ARG_LDOUBLE ? a.v.ld : (long double)omprpc_as_double_(a));
+      n = OMPRPC_PRINT_ONE_(a->kind == OMPRPC_ARG_LDOUBLE ? omprpc_arg_ldouble_(a) : (long double)omprpc_as_double_(a));
       break;
     case OMPRPC_WANT_PTR:
-      n = spec.emitted || spec.end[-1] != 'n' ? OMPRPC_PRINT_ONE_(a.v.p) : 0;
+      n = spec.emitted || spec.end[-1] != 'n' ? OMPRPC_PRINT_ONE_(a->v.p) : 0;
       break;
     default:
       n = fputs(one, stream) < 0 ? -1 : (int)len;

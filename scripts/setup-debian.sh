@@ -1,11 +1,11 @@
 #!/bin/sh
 # Installs what building and testing omprpc needs on Debian 12 (bookworm): clang-16 and libomptarget 16
-# (the runtime the plugin plugs into), LLVM 19's libc RPC server, and binutils; then the GPU toolchains
+# (the runtime the plugin plugs into), LLVM 19's libc RPC server, binutils, and valgrind (memory checks); then the GPU toolchains
 # that the tests build NVPTX and AMDGPU images with (scripts/setup-gpu-toolchains.sh). Run as root or
 # with sudo. The Rust toolchain (1.88 or newer) must already be installed, e.g. with rustup.
 set -eu
 
-packages="clang-16 clang-tools-16 libomp-16-dev libllvmlibc-19-dev binutils"
+packages="clang-16 clang-tools-16 libomp-16-dev libllvmlibc-19-dev binutils valgrind"
 
 missing=""
 for p in $packages; do

@@ -83,6 +83,11 @@ pub struct RpcServer {
     /// Device address of the client object that every image of the device points at, once made; in
     /// device memory owned by the server, so that it outlives any one image.
     client_object: Mutex<Option<usize>>,
+    /// What libc's callback map points at for each user opcode installed here; owned by the server,
+    /// which outlives its libc server's callbacks, so that nothing is leaked per server. Boxed: libc
+    /// holds their addresses, which must not move when the list grows.
+    #[allow(clippy::vec_box)]
+    user_opcodes: Mutex<Vec<Box<UserOpcode>>>,
 }
 
 // SAFETY: `raw` and `mailbox` refer to memory owned by this server for its whole life; libc's server
@@ -274,6 +279,7 @@ impl RpcServer {
             callbacks,
             gate: RwLock::new(()),
             client_object: Mutex::new(None),
+            user_opcodes: Mutex::new(Vec::new()),
         });
         let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
         server.register(opcode::MALLOC, serve_malloc, state)?;
@@ -308,15 +314,15 @@ impl RpcServer {
 
     /// Routes the user opcode of `registered` to its handler.
     pub fn install_user_opcode(&self, registered: &'static Registered) -> Result<()> {
-        let data: &'static UserOpcode = Box::leak(Box::new(UserOpcode {
+        let data = Box::new(UserOpcode {
             registered,
             device: self.device,
-        }));
-        self.register(
-            registered.opcode,
-            dispatch,
-            (data as *const UserOpcode).cast_mut().cast(),
-        )
+        });
+        // The box's contents stay where they are when the box moves into the list.
+        let pointer = (&*data as *const UserOpcode).cast_mut().cast();
+        let mut installed = lock(&self.user_opcodes);
+        installed.push(data);
+        self.register(registered.opcode, dispatch, pointer)
     }
 
     /// Host address of the mailbox.
