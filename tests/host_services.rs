@@ -11,8 +11,16 @@ use support::{build_program, check_ours_ran, run_text, Plugin};
 
 #[test]
 fn thousands_of_concurrent_calls_each_arrive_once() {
+    // The default port count, and one port for every device thread to queue for.
+    for ports in [None, Some("1")] {
+        concurrent_calls_arrive_once(ports);
+    }
+}
+
+fn concurrent_calls_arrive_once(ports: Option<&str>) {
     let exe = build_program("rpc_concurrent.c");
-    let out = run_text(&exe, &["4000"], Plugin::Ours, &[]);
+    let env: Vec<(&str, &str)> = ports.map(|p| ("OMPRPC_RPC_PORTS", p)).into_iter().collect();
+    let out = run_text(&exe, &["4000"], Plugin::Ours, &env);
     let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(out.status.success(), "{}\n{stderr}", out.status);
     check_ours_ran(stderr).unwrap();
@@ -26,7 +34,11 @@ fn thousands_of_concurrent_calls_each_arrive_once() {
             "garbled line: {line:?}"
         );
     }
-    assert_eq!(seen.len(), 4000, "every call must arrive exactly once");
+    assert_eq!(
+        seen.len(),
+        4000,
+        "every call must arrive exactly once (ports: {ports:?})"
+    );
     assert_eq!(seen.iter().next_back(), Some(&3999));
     assert!(stdout.contains(&format!("checksum: {}\n", 3999 * 4000 / 2)), "{stdout}");
 }
