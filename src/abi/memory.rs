@@ -77,7 +77,7 @@ pub fn read_c_string(what: &str, addr: usize, max: usize) -> Result<CString> {
     }
     let mut bytes = Vec::new();
     let mut at = addr;
-    while bytes.len() < max {
+    while bytes.len() <= max {
         // Never cross a page boundary in one read, so a string ending just before an unmapped page
         // is read whole.
         let chunk = (PAGE - at % PAGE).min(64).min(max + 1 - bytes.len());

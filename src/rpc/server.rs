@@ -203,7 +203,8 @@ struct UserOpcode {
 /// # Safety
 /// Called by libc's server with the port it is serving and the data `install_user_opcode` registered.
 unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
-    // SAFETY: `install_user_opcode` registers a leaked, never freed `UserOpcode` as the data.
+    // SAFETY: `install_user_opcode` registers a `UserOpcode` that the server owns and keeps until it is
+    // shut down, after which libc calls no callback of it.
     let user = unsafe { &*data.cast::<UserOpcode>() };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
