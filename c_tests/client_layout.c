@@ -1,9 +1,13 @@
 /* Prints the layout of the device header's client structures, for tests/header.rs to compare with the
- * plugin's description of the mailbox (src/rpc/mailbox.rs) and with LLVM libc's client object. */
+ * plugin's description of the mailbox (src/rpc/mailbox.rs) and with LLVM libc's client object; then
+ * each of the header's libc opcodes beside libc 19.1's own, and omprpc's stream opcodes. */
 #include <stddef.h>
 #include <stdio.h>
 
+#include "llvmlibc_rpc_opcodes.h"
 #include "omprpc_device.h"
+
+#define SAME(name) printf("opcode " #name " %d %d\n", (int)OMPRPC_OP_##name, (int)RPC_##name)
 
 int main(void) {
   printf("client %zu\n", sizeof(omprpc_client));
@@ -12,5 +16,27 @@ int main(void) {
          offsetof(omprpc_client, lock));
   printf("header %zu opcode %zu\n", sizeof(omprpc_header), offsetof(omprpc_header, opcode));
   printf("packet %zu\n", sizeof(omprpc_packet));
+  SAME(EXIT);
+  SAME(WRITE_TO_STDOUT);
+  SAME(WRITE_TO_STDERR);
+  SAME(WRITE_TO_STREAM);
+  SAME(WRITE_TO_STDOUT_NEWLINE);
+  SAME(READ_FROM_STREAM);
+  SAME(READ_FGETS);
+  SAME(OPEN_FILE);
+  SAME(CLOSE_FILE);
+  SAME(MALLOC);
+  SAME(FREE);
+  SAME(ABORT);
+  SAME(FEOF);
+  SAME(FERROR);
+  SAME(FSEEK);
+  SAME(FTELL);
+  SAME(FFLUSH);
+  SAME(PRINTF_TO_STDOUT);
+  SAME(PRINTF_TO_STDERR);
+  SAME(PRINTF_TO_STREAM);
+  SAME(REMOVE);
+  printf("streams %d %d %d\n", OMPRPC_OP_OPEN_STREAM, OMPRPC_OP_CLOSE_STREAM, OMPRPC_OP_CHECK_STREAM);
   return 0;
 }

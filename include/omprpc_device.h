@@ -235,6 +235,12 @@ enum {
   OMPRPC_OP_PRINTF_TO_STDERR = 22,
   OMPRPC_OP_PRINTF_TO_STREAM = 23,
   OMPRPC_OP_REMOVE = 27,
+  /* omprpc's own: the plugin opens and closes device files itself and keeps every FILE it handed out
+   * alive, and checks a file stream before a call uses it, because libc's server passes a stale or
+   * made-up FILE* straight to the host's C library, which crashes on it (src/rpc/streams.rs). */
+  OMPRPC_OP_OPEN_STREAM = 0x7f00,
+  OMPRPC_OP_CLOSE_STREAM = 0x7f01,
+  OMPRPC_OP_CHECK_STREAM = 0x7f02,
   OMPRPC_OP_FIRST_USER = 0x8000
 };
 
@@ -438,6 +444,13 @@ static inline uint64_t omprpc_simple_(uint16_t op, uint64_t a, uint64_t b, uint6
   return packet.data[0];
 }
 
+/* Whether a call `op` may pass `f` to the host: a standard stream (or NULL, which the callers that
+ * accept it mean as "every stream"), or a file that omprpc_fopen returned and omprpc_fclose has not
+ * closed, which the host checks (and names in an error message if not). */
+static inline int omprpc_stream_open_(omprpc_file *f, uint16_t op) {
+  return !omprpc_is_file_(f) || omprpc_simple_(OMPRPC_OP_CHECK_STREAM, (uintptr_t)f, op, 0) != 0;
+}
+
 static inline uint64_t omprpc_write_(omprpc_file *f, const void *data, uint64_t size, uint16_t op) {
   omprpc_packet packet;
   omprpc_zero_(&packet);
@@ -468,6 +481,8 @@ static inline size_t omprpc_fwrite(const void *data, size_t size, size_t count, 
   if (!omprpc_rpc_active())
     return 0;
 #endif
+  if (!omprpc_stream_open_(f, OMPRPC_OP_WRITE_TO_STREAM))
+    return 0;
   return (size_t)omprpc_write_(f, data, size * count, omprpc_write_opcode_(f)) / size;
 }
 
@@ -482,6 +497,8 @@ static inline int omprpc_fputs(const char *s, omprpc_file *f) {
   if (!omprpc_rpc_active())
     return -1;
 #endif
+  if (!omprpc_stream_open_(f, OMPRPC_OP_WRITE_TO_STREAM))
+    return -1;
   return omprpc_write_(f, s, n, omprpc_write_opcode_(f)) == n ? 0 : -1;
 }
 
@@ -507,7 +524,7 @@ static inline omprpc_file *omprpc_fopen(const char *path, const char *mode) {
 #endif
   omprpc_packet packet;
   omprpc_zero_(&packet);
-  omprpc_client_port port = omprpc_open(OMPRPC_OP_OPEN_FILE);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_OPEN_STREAM);
   omprpc_send_n(&port, path, omprpc_strlen_(path) + 1);
   uint64_t mode_len = omprpc_strlen_(mode) + 1;
   omprpc_copy_(packet.data, mode, mode_len < sizeof packet.data ? mode_len : sizeof packet.data - 1);
@@ -527,7 +544,7 @@ static inline int omprpc_fclose(omprpc_file *f) {
   if (!omprpc_rpc_active())
     return -1;
 #endif
-  return omprpc_simple_(OMPRPC_OP_CLOSE_FILE, (uintptr_t)f, 0, 0) == 0 ? 0 : -1;
+  return omprpc_simple_(OMPRPC_OP_CLOSE_STREAM, (uintptr_t)f, 0, 0) == 0 ? 0 : -1;
 }
 
 static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprpc_file *f) {
@@ -540,6 +557,8 @@ static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprp
   if (!omprpc_rpc_active())
     return 0;
 #endif
+  if (!omprpc_stream_open_(f, OMPRPC_OP_READ_FROM_STREAM))
+    return 0;
   omprpc_packet packet;
   omprpc_zero_(&packet);
   packet.data[0] = size * count;
@@ -562,6 +581,8 @@ static inline char *omprpc_fgets(char *s, int count, omprpc_file *f) {
   if (!omprpc_rpc_active())
     return 0;
 #endif
+  if (!omprpc_stream_open_(f, OMPRPC_OP_READ_FGETS))
+    return 0;
   omprpc_packet packet;
   omprpc_zero_(&packet);
   packet.data[0] = (uint64_t)count;
@@ -587,6 +608,8 @@ static inline int omprpc_fseek(omprpc_file *f, long offset, int whence) {
   if (!f)
     return -1;
   OMPRPC_HOST_OR_(fseek(omprpc_host_stream_(f), offset, whence), -1);
+  if (!omprpc_stream_open_(f, OMPRPC_OP_FSEEK))
+    return -1;
   return (int)omprpc_simple_(OMPRPC_OP_FSEEK, (uintptr_t)f, (uint64_t)offset, (uint64_t)whence);
 }
 
@@ -594,11 +617,15 @@ static inline long omprpc_ftell(omprpc_file *f) {
   if (!f)
     return -1L;
   OMPRPC_HOST_OR_(ftell(omprpc_host_stream_(f)), -1L);
+  if (!omprpc_stream_open_(f, OMPRPC_OP_FTELL))
+    return -1L;
   return (long)omprpc_simple_(OMPRPC_OP_FTELL, (uintptr_t)f, 0, 0);
 }
 
 static inline int omprpc_fflush(omprpc_file *f) {
   OMPRPC_HOST_OR_(fflush(omprpc_host_stream_(f)), -1);
+  if (!omprpc_stream_open_(f, OMPRPC_OP_FFLUSH))
+    return -1;
   return (int)omprpc_simple_(OMPRPC_OP_FFLUSH, (uintptr_t)f, 0, 0);
 }
 
@@ -606,6 +633,8 @@ static inline int omprpc_feof(omprpc_file *f) {
   if (!f)
     return 0;
   OMPRPC_HOST_OR_(feof(omprpc_host_stream_(f)), 0);
+  if (!omprpc_stream_open_(f, OMPRPC_OP_FEOF))
+    return 0;
   return (int)omprpc_simple_(OMPRPC_OP_FEOF, (uintptr_t)f, 0, 0);
 }
 
@@ -613,6 +642,8 @@ static inline int omprpc_ferror(omprpc_file *f) {
   if (!f)
     return 1;
   OMPRPC_HOST_OR_(ferror(omprpc_host_stream_(f)), 1);
+  if (!omprpc_stream_open_(f, OMPRPC_OP_FERROR))
+    return 1;
   return (int)omprpc_simple_(OMPRPC_OP_FERROR, (uintptr_t)f, 0, 0);
 }
 
@@ -1094,6 +1125,8 @@ static inline int omprpc_format_args_(omprpc_file *f, const omprpc_arg *args, ui
     return -1;
   char small[128]; /* GPU stacks are small */
 #endif
+  if (!omprpc_stream_open_(f, OMPRPC_OP_PRINTF_TO_STREAM))
+    return -1;
   uint64_t need = omprpc_pack_(format, args, count, small, sizeof small);
   char *packed = small;
   if (need > sizeof small) {

@@ -29,7 +29,8 @@ fn checked_in_header_matches_the_api() {
 
 /// The device header's client structures have the layout of LLVM libc 19.1's client object (552 bytes,
 /// as the server reports) and of the mailbox the plugin describes in `rpc::mailbox`, so that the server,
-/// the simulated warp and the header agree on one layout.
+/// the simulated warp and the header agree on one layout; its libc opcodes are libc 19.1's, and its
+/// stream opcodes the ones the plugin serves.
 #[cfg(feature = "rpc")]
 #[test]
 fn the_device_header_has_the_mailbox_layout() {
@@ -40,7 +41,7 @@ fn the_device_header_has_the_mailbox_layout() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = std::env::temp_dir().join(format!("omprpc-client-layout-{}", std::process::id()));
     let status = std::process::Command::new("clang-16")
-        .args(["-fopenmp", "-Wall", "-Werror", "-I"])
+        .args(["-fopenmp", "-Wall", "-Werror", "-I", "/usr/lib/llvm-19/include", "-I"])
         .arg(root.join("include"))
         .arg(root.join("c_tests/client_layout.c"))
         .arg("-o")
@@ -58,5 +59,19 @@ fn the_device_header_has_the_mailbox_layout() {
         "client {client_size}\ninbox 8 outbox 16 header 24 packet 32 lock 40\nheader {HEADER_BYTES} opcode \
          {HEADER_OPCODE_OFFSET}\npacket {PACKET_BYTES}\n"
     );
-    assert_eq!(text, expected);
+    let (layout, opcodes) = text.split_at(text.find("\nopcode ").expect("opcode lines") + 1);
+    assert_eq!(layout, expected);
+    let mut compared = 0;
+    for line in opcodes.lines().filter(|l| l.starts_with("opcode ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            words[2], words[3],
+            "the header's opcode differs from libc 19.1's: {line}"
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, 21);
+    use omprpc::rpc::streams::{OPCODE_CHECK, OPCODE_CLOSE, OPCODE_OPEN};
+    let streams = format!("streams {OPCODE_OPEN} {OPCODE_CLOSE} {OPCODE_CHECK}\n");
+    assert!(opcodes.ends_with(&streams), "{opcodes}");
 }

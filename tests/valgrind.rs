@@ -1,8 +1,7 @@
 //! Every c_tests program with an expected output (the host-services ones included) under valgrind's
 //! memcheck with omprpc as libomptarget 16's host plugin: it must print its expected output and
 //! valgrind must report no error (invalid access, use of uninitialised memory, definite leak). The
-//! only suppressions (tests/valgrind.supp) are leaks of libomptarget 16 and of libc's RPC server, each
-//! explained there.
+//! only suppression (tests/valgrind.supp) is a leak of libomptarget 16 itself, explained there.
 //!
 //! valgrind options: `--fair-sched=yes`, because device threads spin-wait for the serving thread and
 //! valgrind's default scheduler starves spinning threads (two programs needed minutes without it);

@@ -74,14 +74,32 @@ extern "C" {
 pub mod opcode {
     /// `exit(status)` on the device.
     pub const EXIT: u16 = 1;
+    /// `fwrite` to a stream that the device names.
+    pub const WRITE_TO_STREAM: u16 = 4;
+    /// `fread` from a stream.
+    pub const READ_FROM_STREAM: u16 = 6;
+    /// `fgets` from a stream.
+    pub const READ_FGETS: u16 = 7;
     /// `malloc` on the device, served by the plugin.
     pub const MALLOC: u16 = 10;
     /// `free` on the device, served by the plugin.
     pub const FREE: u16 = 11;
     /// `abort()` on the device.
     pub const ABORT: u16 = 13;
+    /// `feof` of a stream.
+    pub const FEOF: u16 = 14;
+    /// `ferror` of a stream.
+    pub const FERROR: u16 = 15;
+    /// `fseek` on a stream.
+    pub const FSEEK: u16 = 17;
+    /// `ftell` of a stream.
+    pub const FTELL: u16 = 18;
+    /// `fflush` of a stream.
+    pub const FFLUSH: u16 = 19;
     /// `printf` to the host's stdout, formatted by the host.
     pub const PRINTF_TO_STDOUT: u16 = 21;
+    /// `printf` to a stream that the device names.
+    pub const PRINTF_TO_STREAM: u16 = 23;
     /// First opcode free for users.
     pub const FIRST_USER: u16 = 0x8000;
 

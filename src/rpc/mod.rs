@@ -1,5 +1,6 @@
 //! Host services for device code: LLVM libc's RPC server (19.1) wrapped safely, the plugin's own
-//! handlers (MALLOC, FREE and user opcodes), and the thread that serves every device.
+//! handlers (MALLOC, FREE, device files in [`streams`], and user opcodes), and the thread that serves
+//! every device.
 //!
 //! Device code reaches the host through a shared-memory mailbox ([`mailbox`]). A device image that
 //! wants host services defines `__llvm_libc_rpc_client`; when such an image is loaded, the core gives
@@ -20,6 +21,8 @@ pub mod server;
 pub mod service;
 #[cfg(feature = "rpc")]
 pub mod simulated;
+#[cfg(feature = "rpc")]
+pub mod streams;
 
 use std::ffi::c_void;
 

@@ -1,5 +1,5 @@
 //! One device's RPC server: owns libc's `rpc_device_t` and the shared mailbox, serves MALLOC and FREE
-//! through the device's allocator, routes user opcodes to the handlers of [`super::registry`], and
+//! through the device's allocator and device files through [`super::streams`], routes user opcodes to the handlers of [`super::registry`], and
 //! turns a request nobody handles into a clear error instead of a hang.
 
 use std::cell::Cell;
@@ -12,6 +12,7 @@ use super::ffi::{self, opcode};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use super::port::Port;
 use super::registry::{self, Registered};
+use super::streams;
 use super::DeviceMemory;
 use crate::util::address_map::AddressSet;
 use crate::util::error::{Error, Result};
@@ -174,7 +175,8 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
                 }
             } else {
                 log::error(format_args!(
-                    "device {}: free({ptr:#x}) of memory the device's malloc did not return; ignored",
+                    "device {}: free({ptr:#x}) of memory that is not a live block of the device's malloc \
+                     (freed already, or never returned by it); ignored",
                     state.device
                 ));
             }
@@ -285,6 +287,10 @@ impl RpcServer {
         let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
         server.register(opcode::MALLOC, serve_malloc, state)?;
         server.register(opcode::FREE, serve_free, state)?;
+        let device_number = device as *mut c_void;
+        server.register(streams::OPCODE_OPEN, streams::serve_open_callback, device_number)?;
+        server.register(streams::OPCODE_CLOSE, streams::serve_close_callback, device_number)?;
+        server.register(streams::OPCODE_CHECK, streams::serve_check_callback, device_number)?;
         Ok(server)
     }
 
@@ -431,7 +437,11 @@ impl RpcServer {
             .filter(|&i| self.pending(i))
             .map(|i| self.opcode_of(i))
             .find(|&op| {
-                !opcode::is_built_in(op) && op != opcode::MALLOC && op != opcode::FREE && !registry::is_registered(op)
+                !opcode::is_built_in(op)
+                    && op != opcode::MALLOC
+                    && op != opcode::FREE
+                    && !streams::OPCODES.contains(&op)
+                    && !registry::is_registered(op)
             });
         let what = unknown.map_or_else(|| "an opcode".to_string(), |op| format!("opcode {op:#06x}"));
         log::error(format_args!(
