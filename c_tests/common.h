@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ON_DEVICE() (!omp_is_initial_device())
 
@@ -66,6 +67,17 @@ static inline int omprpc_test_threads_named(const char *name) {
 
 __attribute__((constructor)) static void omprpc_test_register_report(void) {
   atexit(omprpc_test_report_plugins);
+}
+
+/* The resident set size of this process, in KiB (-1 if /proc cannot tell). */
+static inline long omprpc_test_rss_kib(void) {
+  long pages_total = 0, pages_resident = 0;
+  FILE *statm = fopen("/proc/self/statm", "r");
+  if (!statm)
+    return -1;
+  int read = fscanf(statm, "%ld %ld", &pages_total, &pages_resident);
+  fclose(statm);
+  return read == 2 ? pages_resident * (sysconf(_SC_PAGESIZE) / 1024) : -1;
 }
 
 #endif

@@ -6,16 +6,6 @@
  * returns, so a loop around a target construct in one function grows the stack by 112 bytes per
  * iteration and overflows an 8 MiB stack after about 70,000 launches, whatever the plugin. */
 #include "common.h"
-#include <unistd.h>
-
-static long rss_kib(void) {
-  long pages_total = 0, pages_resident = 0;
-  FILE *statm = fopen("/proc/self/statm", "r");
-  if (!statm || fscanf(statm, "%ld %ld", &pages_total, &pages_resident) != 2)
-    return -1;
-  fclose(statm);
-  return pages_resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 __attribute__((noinline)) static void increment_on_device(long *counter) {
 #pragma omp target map(tofrom : counter[0:1])
@@ -30,13 +20,13 @@ int main(int argc, char **argv) {
   for (long i = 0; i < launches; i++) {
     increment_on_device(&counter);
     if (i + 1 == 1000)
-      rss_after_first_thousand = rss_kib();
+      rss_after_first_thousand = omprpc_test_rss_kib();
   }
 #pragma omp target map(from : on_device)
   on_device = ON_DEVICE();
   printf("launches: %ld\n", counter);
   printf("ran on device: %d\n", on_device);
   printf("rss after 1000 launches: %ld KiB\n", rss_after_first_thousand);
-  printf("rss at the end: %ld KiB\n", rss_kib());
+  printf("rss at the end: %ld KiB\n", omprpc_test_rss_kib());
   return 0;
 }

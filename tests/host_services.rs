@@ -77,6 +77,11 @@ fn device_exit_from_a_nowait_region_does_not_hang_teardown() {
 }
 
 #[test]
+fn device_exit_while_other_host_threads_wait_on_nowait_regions() {
+    check_exit("threads");
+}
+
+#[test]
 fn an_unhandled_opcode_is_an_error_not_a_hang() {
     let exe = build_program("rpc_unknown_opcode.c");
     let out = run_text(&exe, &[], Plugin::Ours, &[]);
