@@ -38,7 +38,7 @@ fn round_trip(ports: u32, lanes: usize, calls: usize) -> f64 {
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
     let device = SimulatedDevice::new(Arc::clone(&server));
     registry::add_server(Arc::clone(&server)).unwrap();
-    service::kernel_started();
+    service::kernel_started().unwrap();
     let warp = SimulatedWarp::new(&device, 0);
     let mask = warp.full_mask();
     let packets = vec![[1u64; 8]; lanes];

@@ -44,13 +44,13 @@ struct Reverse;
 
 impl UserHandler for Reverse {
     fn serve(&self, port: &mut Port<'_>) {
-        let received = port.recv_n();
+        let received = port.recv_n().expect("the first receive of a call");
         let reversed: Vec<Vec<u8>> = received
             .iter()
             .map(|b| b.as_slice().iter().rev().copied().collect())
             .collect();
         let slices: Vec<&[u8]> = reversed.iter().map(Vec::as_slice).collect();
-        port.send_n(&slices);
+        port.send_n(&slices).expect("the reply after the receive");
     }
 }
 
@@ -84,7 +84,7 @@ fn main() {
     let device = SimulatedDevice::new(Arc::clone(&server));
     registry::add_server(Arc::clone(&server)).unwrap();
     // The "kernel" is running: the serving thread polls until it ends.
-    service::kernel_started();
+    service::kernel_started().unwrap();
     let warp = SimulatedWarp::new(&device, 3);
     let mask = lane_mask(lanes, scenario);
     let active = |lane: usize| mask & (1 << lane) != 0;

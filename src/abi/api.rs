@@ -31,8 +31,10 @@ pub struct omprpc_packet {
 }
 
 /// A port being served, as a handler receives it; valid only during the handler's call. The handler
-/// moves data with the operations it carries (the `omprpc_port_*` wrappers below call them), in the
-/// order the device-side call expects, so that the program needs no link to the plugin.
+/// moves data with the operations it carries (the `omprpc_port_*` wrappers below call them), so that
+/// the program needs no link to the plugin: it receives the device's call once (`recv`, or `recv_n`
+/// for `omprpc_call_bytes`) and replies once (`send` or `send_n`). Any other step is refused with an
+/// error, and a handler that returns without replying gets an empty reply sent for it.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 pub struct omprpc_port {

@@ -95,7 +95,7 @@ mod adapter {
             let (port, lanes) = unsafe { rpc_port(port) }?;
             non_null(data, "the data array")?;
             non_null(sizes, "the sizes array")?;
-            for (lane, bytes) in port.recv_n().into_iter().enumerate().take(lanes) {
+            for (lane, bytes) in port.recv_n()?.into_iter().enumerate().take(lanes) {
                 let (ptr, len) = bytes.into_raw();
                 // SAFETY: `lane < lanes` entries are writable (contract); the handler frees `ptr`.
                 unsafe {
@@ -127,8 +127,7 @@ mod adapter {
                     }
                 })
                 .collect();
-            port.send_n(&slices);
-            Ok(())
+            port.send_n(&slices)
         })
     }
 }

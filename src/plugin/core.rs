@@ -659,9 +659,9 @@ impl<B: Backend> PluginApi for Core<B> {
                 );
             }
             if device.uses_rpc() {
-                slot.rpc_kernels.fetch_add(1, Ordering::AcqRel);
                 #[cfg(feature = "rpc")]
-                crate::rpc::service::kernel_started();
+                crate::rpc::service::kernel_started()?;
+                slot.rpc_kernels.fetch_add(1, Ordering::AcqRel);
             }
             // SAFETY: `kernel` is a registered kernel of this device; the arguments are forwarded from
             // this function's contract.

@@ -355,18 +355,13 @@ impl Backend for FakeGpu {
     }
 }
 
-fn config(pairs: &[(&str, &str)]) -> Config {
-    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    Config::from_lookup(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
-}
-
 fn fake(pairs: &[(&str, &str)]) -> (Box<dyn PluginApi>, Arc<Mutex<World>>) {
     let world = Arc::new(Mutex::new(World::default()));
     let core = Core::new_boxed(
         FakeGpu {
             world: Arc::clone(&world),
         },
-        config(pairs),
+        Config::from_pairs(pairs),
     );
     (core, world)
 }

@@ -47,9 +47,43 @@ impl Drop for HostBytes {
 }
 
 /// A port being served; valid only during the handler call that received it.
+///
+/// A user handler's port follows the device-side calls of `omprpc_device.h`, which send one request
+/// (a packet per lane, or a byte string per lane) and wait for one reply of the same kind: it
+/// receives once and replies once. Another receive would take the device's *next* call as this one's
+/// data and hand the port back early, which desynchronises the protocol (the device then reads
+/// garbage, or both sides wait for ever); so it is refused, as is a reply before the request was read
+/// or a second reply, and a handler that returns without replying gets an empty one sent for it
+/// ([`Port::finish`]).
 pub struct Port<'a> {
     raw: ffi::Port,
+    /// For a user handler, its device and opcode: the protocol above is enforced, and refusals name
+    /// them. The plugin's own services are trusted.
+    handler_of: Option<(usize, u16)>,
+    state: Exchange,
     _call: PhantomData<&'a mut ()>,
+}
+
+/// Where a port is in its request and reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exchange {
+    /// The device's request has not been read.
+    Unread,
+    /// The request was read: packets, or byte strings.
+    Read { bytes: bool },
+    /// The reply was sent.
+    Replied,
+}
+
+/// What [`Port::finish`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finished {
+    /// The handler received and replied.
+    Complete,
+    /// The handler received but did not reply: an empty reply was sent.
+    RepliedForHandler,
+    /// The handler neither received nor replied.
+    Untouched,
 }
 
 struct Cursor {
@@ -70,8 +104,59 @@ impl Port<'_> {
     pub(crate) unsafe fn from_raw<'a>(raw: ffi::Port) -> Port<'a> {
         Port {
             raw,
+            handler_of: None,
+            state: Exchange::Unread,
             _call: PhantomData,
         }
+    }
+
+    /// Wraps the port that libc's server passed to the user handler of `opcode` on `device`: receive
+    /// once, reply once.
+    ///
+    /// # Safety
+    /// As for [`Port::from_raw`].
+    pub(crate) unsafe fn for_user_handler<'a>(raw: ffi::Port, device: usize, opcode: u16) -> Port<'a> {
+        Port {
+            handler_of: Some((device, opcode)),
+            // SAFETY: forwarded from this function's contract.
+            ..unsafe { Port::from_raw(raw) }
+        }
+    }
+
+    /// Ends a user handler's exchange: a request read but not answered gets an empty reply (zeroed
+    /// packets, or empty byte strings), so that the device does not wait for ever.
+    pub(crate) fn finish(&mut self) -> Finished {
+        match self.state {
+            Exchange::Replied => Finished::Complete,
+            Exchange::Unread => Finished::Untouched,
+            Exchange::Read { bytes: false } => {
+                let zeros = vec![Packet::default(); self.lanes() as usize];
+                let _ = self.send(&zeros);
+                Finished::RepliedForHandler
+            }
+            Exchange::Read { bytes: true } => {
+                let _ = self.send_n(&[]);
+                Finished::RepliedForHandler
+            }
+        }
+    }
+
+    /// Refuses what the exchange does not allow next (user handlers only).
+    fn check_step(&self, receiving: bool) -> Result<()> {
+        let Some((device, opcode)) = self.handler_of else {
+            return Ok(());
+        };
+        let refusal = match (self.state, receiving) {
+            (Exchange::Unread, true) | (Exchange::Read { .. }, false) => return Ok(()),
+            (_, true) => "a host handler receives the device's call once; this second receive was refused",
+            (Exchange::Unread, false) => {
+                "a host handler must receive the device's call before it replies; this reply was refused"
+            }
+            (Exchange::Replied, false) => "a host handler replies once; this second reply was refused",
+        };
+        Err(Error::InvalidArg(format!(
+            "device {device}, opcode {opcode:#06x}: {refusal}"
+        )))
     }
 
     /// Lanes of the port's device (1 on the host device).
@@ -92,6 +177,7 @@ impl Port<'_> {
     /// Receives one packet from each active lane into `packets` (lane order); returns how many.
     pub fn recv(&mut self, packets: &mut [Packet]) -> Result<u32> {
         self.check_room(packets.len())?;
+        self.check_step(true)?;
         let mut cursor = Cursor {
             packets: packets.as_mut_ptr(),
             count: 0,
@@ -107,12 +193,14 @@ impl Port<'_> {
         }
         // SAFETY: the port is live (constructor contract); `take` matches the callback type.
         unsafe { ffi::rpc_recv(self.raw, take, (&mut cursor as *mut Cursor).cast()) };
+        self.state = Exchange::Read { bytes: false };
         Ok(cursor.count)
     }
 
     /// Sends `packets` to the active lanes (lane order); returns how many.
     pub fn send(&mut self, packets: &[Packet]) -> Result<u32> {
         self.check_room(packets.len())?;
+        self.check_step(false)?;
         let mut cursor = Cursor {
             packets: packets.as_ptr().cast_mut(),
             count: 0,
@@ -127,11 +215,13 @@ impl Port<'_> {
         }
         // SAFETY: as in `recv`.
         unsafe { ffi::rpc_send(self.raw, fill, (&mut cursor as *mut Cursor).cast()) };
+        self.state = Exchange::Replied;
         Ok(cursor.count)
     }
 
     /// Receives a byte string from each lane (lane-indexed; inactive lanes give empty strings).
-    pub fn recv_n(&mut self) -> Vec<HostBytes> {
+    pub fn recv_n(&mut self) -> Result<Vec<HostBytes>> {
+        self.check_step(true)?;
         let lanes = self.lanes() as usize;
         let mut data = vec![std::ptr::null_mut::<c_void>(); lanes];
         let mut sizes = vec![0u64; lanes];
@@ -145,17 +235,20 @@ impl Port<'_> {
                 std::ptr::null_mut(),
             )
         };
-        data.into_iter()
+        self.state = Exchange::Read { bytes: true };
+        Ok(data
+            .into_iter()
             .zip(sizes)
             .map(|(ptr, len)| HostBytes {
                 ptr: ptr.cast(),
                 len: if ptr.is_null() { 0 } else { len as usize },
             })
-            .collect()
+            .collect())
     }
 
     /// Sends `data[lane]` to each lane; lanes beyond `data` get empty strings.
-    pub fn send_n(&mut self, data: &[&[u8]]) {
+    pub fn send_n(&mut self, data: &[&[u8]]) -> Result<()> {
+        self.check_step(false)?;
         let lanes = self.lanes() as usize;
         let mut ptrs: Vec<*const c_void> = vec![std::ptr::null(); lanes];
         let mut sizes = vec![0u64; lanes];
@@ -165,6 +258,8 @@ impl Port<'_> {
         }
         // SAFETY: both arrays hold `lanes` entries; libc reads `sizes[lane]` bytes at `ptrs[lane]`,
         // which `data` keeps alive for the call.
-        unsafe { ffi::rpc_send_n(self.raw, ptrs.as_ptr(), sizes.as_mut_ptr()) }
+        unsafe { ffi::rpc_send_n(self.raw, ptrs.as_ptr(), sizes.as_mut_ptr()) };
+        self.state = Exchange::Replied;
+        Ok(())
     }
 }

@@ -57,9 +57,10 @@ pub fn generation() -> usize {
     REGISTRY.generation.load(Ordering::Acquire)
 }
 
-/// Puts `server` in service with every registered user handler installed, and starts the serving
-/// thread on first use.
+/// Starts the serving thread on first use (an error if it cannot start), then puts `server` in
+/// service with every registered user handler installed.
 pub fn add_server(server: Arc<RpcServer>) -> Result<()> {
+    super::service::ensure_started()?;
     {
         let handlers = lock(&REGISTRY.handlers);
         for registered in handlers.values() {
@@ -71,7 +72,6 @@ pub fn add_server(server: Arc<RpcServer>) -> Result<()> {
         *servers = Arc::new(list);
         REGISTRY.generation.fetch_add(1, Ordering::AcqRel);
     }
-    super::service::ensure_started();
     Ok(())
 }
 
@@ -126,7 +126,12 @@ pub fn register_handler(op: u16, handler: Box<dyn UserHandler>) -> Result<()> {
     Ok(())
 }
 
+/// The handler registered for `op`, if any.
+pub fn registered(op: u16) -> Option<&'static Registered> {
+    lock(&REGISTRY.handlers).get(&op).copied()
+}
+
 /// Whether a handler is registered for `op`.
 pub fn is_registered(op: u16) -> bool {
-    lock(&REGISTRY.handlers).contains_key(&op)
+    registered(op).is_some()
 }

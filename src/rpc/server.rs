@@ -10,14 +10,14 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::ffi::{self, opcode};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
-use super::port::Port;
+use super::port::{Finished, Port};
 use super::registry::{self, Registered};
 use super::streams;
 use super::DeviceMemory;
 use crate::util::address_map::AddressSet;
 use crate::util::error::{Error, Result};
-use crate::util::log;
 use crate::util::sync::{lock, read, write};
+use crate::util::{fault, log};
 
 thread_local! {
     /// Set while this thread is inside `rpc_handle_server`. libc's server calls `exit` from the
@@ -208,9 +208,10 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
     // SAFETY: `install_user_opcode` registers a `UserOpcode` that the server owns and keeps until it is
     // shut down, after which libc calls no callback of it.
     let user = unsafe { &*data.cast::<UserOpcode>() };
+    let (device, opcode) = (user.device, user.registered.opcode);
+    // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
+    let mut port = unsafe { Port::for_user_handler(raw, device, opcode) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
-        let mut port = unsafe { Port::from_raw(raw) };
         let _one_at_a_time = lock(&user.registered.serial);
         user.registered.handler.serve(&mut port);
     }));
@@ -221,9 +222,19 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
         log::error(format_args!(
-            "device {}: the host handler of opcode {:#06x} panicked: {text}",
-            user.device, user.registered.opcode
+            "device {device}: the host handler of opcode {opcode:#06x} panicked: {text}"
         ));
+    }
+    match port.finish() {
+        Finished::Complete => {}
+        Finished::RepliedForHandler => log::error(format_args!(
+            "device {device}: the host handler of opcode {opcode:#06x} did not reply; the device's call \
+             got an empty reply"
+        )),
+        Finished::Untouched => log::error(format_args!(
+            "device {device}: the host handler of opcode {opcode:#06x} did not receive the device's call; \
+             the call got its own request back"
+        )),
     }
 }
 
@@ -244,14 +255,18 @@ impl RpcServer {
         let mut raw = ffi::Device::default();
         // SAFETY: `raw` is writable, `alloc_mailbox` matches the callback type and `request` outlives
         // the call, which is the only time libc uses it.
-        let status = unsafe {
-            ffi::rpc_server_init(
-                &mut raw,
-                u64::from(ports),
-                lane_size,
-                alloc_mailbox,
-                (&mut request as *mut MailboxRequest).cast(),
-            )
+        let status = if fault::injected("rpc_server_init") {
+            ffi::STATUS_ERROR
+        } else {
+            unsafe {
+                ffi::rpc_server_init(
+                    &mut raw,
+                    u64::from(ports),
+                    lane_size,
+                    alloc_mailbox,
+                    (&mut request as *mut MailboxRequest).cast(),
+                )
+            }
         };
         if let Some(Err(e)) = request.result {
             return Err(e);
@@ -285,12 +300,18 @@ impl RpcServer {
             user_opcodes: Mutex::new(Vec::new()),
         });
         let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
-        server.register(opcode::MALLOC, serve_malloc, state)?;
-        server.register(opcode::FREE, serve_free, state)?;
         let device_number = device as *mut c_void;
-        server.register(streams::OPCODE_OPEN, streams::serve_open_callback, device_number)?;
-        server.register(streams::OPCODE_CLOSE, streams::serve_close_callback, device_number)?;
-        server.register(streams::OPCODE_CHECK, streams::serve_check_callback, device_number)?;
+        let registered = server
+            .register(opcode::MALLOC, serve_malloc, state)
+            .and_then(|()| server.register(opcode::FREE, serve_free, state))
+            .and_then(|()| server.register(streams::OPCODE_OPEN, streams::serve_open_callback, device_number))
+            .and_then(|()| server.register(streams::OPCODE_CLOSE, streams::serve_close_callback, device_number))
+            .and_then(|()| server.register(streams::OPCODE_CHECK, streams::serve_check_callback, device_number));
+        if let Err(e) = registered {
+            // The only reference: shutting down frees libc's server and the mailbox.
+            let _ = server.shutdown();
+            return Err(e);
+        }
         Ok(server)
     }
 
@@ -314,9 +335,12 @@ impl RpcServer {
         let _exclusive = write(&self.gate);
         // SAFETY: `raw` is a live server; no thread is inside `rpc_handle_server` while `gate` is held
         // exclusively, so libc's unlocked map is not read concurrently; `data` lives as long as `self`.
-        check("rpc_register_callback", unsafe {
-            ffi::rpc_register_callback(self.raw, op, callback, data)
-        })
+        let status = if fault::injected("rpc_register_callback") {
+            ffi::STATUS_ERROR
+        } else {
+            unsafe { ffi::rpc_register_callback(self.raw, op, callback, data) }
+        };
+        check("rpc_register_callback", status)
     }
 
     /// Routes the user opcode of `registered` to its handler.
@@ -472,8 +496,11 @@ impl RpcServer {
         let mut release = MailboxRelease { memory, result: Ok(()) };
         // SAFETY: no other reference to the server exists, so nothing serves it; `free_mailbox`
         // matches the callback type and `release` outlives the call.
-        let status =
-            unsafe { ffi::rpc_server_shutdown(server.raw, free_mailbox, (&mut release as *mut MailboxRelease).cast()) };
+        let status = if fault::injected("rpc_server_shutdown") {
+            ffi::STATUS_ERROR
+        } else {
+            unsafe { ffi::rpc_server_shutdown(server.raw, free_mailbox, (&mut release as *mut MailboxRelease).cast()) }
+        };
         check("rpc_server_shutdown", status)?;
         match first_error {
             Some(e) => Err(e),
@@ -596,6 +623,69 @@ pub(crate) mod tests {
             server.shutdown().unwrap();
             assert_eq!(memory.live.load(Ordering::SeqCst), 0, "shutdown frees the mailbox");
         }
+    }
+
+    /// Receives, then panics: the device must still get a reply.
+    struct PanicsAfterReceiving;
+
+    impl crate::rpc::registry::UserHandler for PanicsAfterReceiving {
+        fn serve(&self, port: &mut Port<'_>) {
+            let mut packets = vec![crate::rpc::port::Packet::default(); port.lanes() as usize];
+            port.recv(&mut packets).unwrap();
+            panic!("a bug in the handler");
+        }
+    }
+
+    /// Tries every step out of turn; the refused ones leave the exchange intact.
+    struct OutOfTurn;
+
+    impl crate::rpc::registry::UserHandler for OutOfTurn {
+        fn serve(&self, port: &mut Port<'_>) {
+            let mut packets = vec![crate::rpc::port::Packet::default(); port.lanes() as usize];
+            assert!(port.send(&packets).is_err(), "a reply before the request");
+            let n = port.recv(&mut packets).unwrap();
+            assert!(port.recv(&mut packets).is_err(), "a second receive");
+            assert!(port.recv_n().is_err(), "a second receive of bytes");
+            for p in packets.iter_mut().take(n as usize) {
+                p.data[0] += 1;
+            }
+            port.send(&packets).unwrap();
+            assert!(port.send(&packets).is_err(), "a second reply");
+            assert!(port.send_n(&[]).is_err(), "a second reply of bytes");
+        }
+    }
+
+    #[test]
+    fn a_handler_that_panics_or_steps_out_of_turn_leaves_the_device_a_reply() {
+        const OP_PANIC: u16 = 0xBAD0;
+        const OP_OUT_OF_TURN: u16 = 0xBAD1;
+        crate::rpc::registry::register_handler(OP_PANIC, Box::new(PanicsAfterReceiving)).unwrap();
+        crate::rpc::registry::register_handler(OP_OUT_OF_TURN, Box::new(OutOfTurn)).unwrap();
+        let server = RpcServer::new(9, 4, 32, Arc::new(CountingMemory::default())).unwrap();
+        for op in [OP_PANIC, OP_OUT_OF_TURN] {
+            server
+                .install_user_opcode(crate::rpc::registry::registered(op).unwrap())
+                .unwrap();
+        }
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let serving = serve_in_background(Arc::clone(&server), Arc::clone(&done));
+        {
+            let device = SimulatedDevice::new(Arc::clone(&server));
+            let warp = SimulatedWarp::new(&device, 0);
+            let mask = 0xFFFF_0000u64;
+            let packets: Vec<[u64; 8]> = (0..32).map(|l| [l + 10, 0, 0, 0, 0, 0, 0, 0]).collect();
+            for round in 0..2 {
+                let replies = warp.call(OP_PANIC, mask, &packets);
+                assert!(replies.iter().all(|r| *r == [0; 8]), "round {round}: an empty reply");
+                let replies = warp.call(OP_OUT_OF_TURN, mask, &packets);
+                for (lane, reply) in replies.iter().enumerate().skip(16) {
+                    assert_eq!(reply[0], lane as u64 + 11, "round {round}, lane {lane}");
+                }
+            }
+        }
+        done.store(true, Ordering::SeqCst);
+        serving.join().unwrap();
+        server.shutdown().unwrap();
     }
 
     #[test]

@@ -3,22 +3,39 @@
 //! condition variable, using no CPU, when no such kernel runs. It starts with the first server, so a
 //! program that never uses host services never has it.
 
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, Once};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use super::registry;
-use crate::util::log;
+use crate::util::error::{Error, Result};
 use crate::util::sync::{fork_generation, lock, wait};
+use crate::util::{fault, log};
 
 struct Service {
     /// Kernels in flight on devices with a server.
     active: AtomicUsize,
     sleep: Mutex<()>,
     wake: Condvar,
-    started: Once,
+    /// Whether the serving thread runs; a failed start is tried again by the next kernel.
+    running: AtomicBool,
+    /// Held while starting the thread.
+    starting: Mutex<()>,
     /// The fork generation of the process this service (and its thread) belongs to.
     generation: u64,
+}
+
+impl Service {
+    fn new(generation: u64) -> Service {
+        Service {
+            active: AtomicUsize::new(0),
+            sleep: Mutex::new(()),
+            wake: Condvar::new(),
+            running: AtomicBool::new(false),
+            starting: Mutex::new(()),
+            generation,
+        }
+    }
 }
 
 /// The service of this process. A forked child, whose serving thread did not survive the fork, gets a
@@ -48,19 +65,17 @@ fn replace_service() -> &'static Service {
             return service;
         }
     }
-    let fresh: &'static Service = Box::leak(Box::new(Service {
-        active: AtomicUsize::new(0),
-        sleep: Mutex::new(()),
-        wake: Condvar::new(),
-        started: Once::new(),
-        generation,
-    }));
+    let fresh: &'static Service = Box::leak(Box::new(Service::new(generation)));
     let forked = !SERVICE
         .swap((fresh as *const Service).cast_mut(), Ordering::AcqRel)
         .is_null();
     if forked {
-        // The servers were registered before the fork; serve them in this process too.
-        start_thread(fresh);
+        // The servers were registered before the fork; serve them in this process too. If the thread
+        // cannot start now, the child's first kernel that may call the host tries again (and fails
+        // its launch if it still cannot).
+        if let Err(e) = start_thread(fresh) {
+            log::error(format_args!("in a forked child: {e}"));
+        }
     }
     fresh
 }
@@ -71,32 +86,50 @@ const YIELD_ROUNDS: u32 = 8000;
 /// Longest sleep between polls while kernels run, bounding the latency of a first call after a lull.
 const MAX_NAP: Duration = Duration::from_micros(500);
 
-/// Starts the serving thread unless it runs already.
-pub(crate) fn ensure_started() {
-    start_thread(service());
+/// Starts the serving thread unless it runs already. Without it a kernel that calls the host would
+/// wait for ever (on the host device the kernel runs on the thread that launched it), so a failure is
+/// an error for the caller, and the next call tries again.
+pub(crate) fn ensure_started() -> Result<()> {
+    start_thread(service())
 }
 
-fn start_thread(service: &'static Service) {
-    service.started.call_once(|| {
-        let spawned = std::thread::Builder::new()
+fn start_thread(service: &'static Service) -> Result<()> {
+    if service.running.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let _starting = lock(&service.starting);
+    if service.running.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let spawned = if fault::injected("pthread_create") {
+        Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
+    } else {
+        std::thread::Builder::new()
             .name("omprpc-rpc".into())
-            .spawn(move || serve_forever(service));
-        if let Err(e) = spawned {
-            log::error(format_args!(
-                "cannot start the RPC server thread: {e}; host calls are served only while the program \
-                 waits for its target regions"
-            ));
+            .spawn(move || serve_forever(service))
+    };
+    match spawned {
+        Ok(_) => {
+            service.running.store(true, Ordering::Release);
+            Ok(())
         }
-    });
+        Err(e) => Err(Error::Os {
+            call: "pthread_create of the RPC serving thread",
+            detail: e.to_string(),
+        }),
+    }
 }
 
-/// A kernel that may call the host has been launched: serve until [`kernels_finished`] says it ended.
-pub fn kernel_started() {
+/// A kernel that may call the host is about to be launched: serve until [`kernels_finished`] says it
+/// ended. Fails, counting nothing, when the serving thread cannot be started.
+pub fn kernel_started() -> Result<()> {
     let service = service();
+    start_thread(service)?;
     if service.active.fetch_add(1, Ordering::SeqCst) == 0 {
         let _lock = lock(&service.sleep);
         service.wake.notify_one();
     }
+    Ok(())
 }
 
 /// `count` kernels counted by [`kernel_started`] have ended.
@@ -161,4 +194,26 @@ pub fn serve_all_once() -> bool {
         served |= server.serve_once();
     }
     served
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_serving_thread_that_cannot_start_is_an_error_and_is_tried_again() {
+        // A service of its own, so that the process's serving thread (which other tests start) does
+        // not count; its thread sleeps until the test process ends.
+        let service: &'static Service = Box::leak(Box::new(Service::new(fork_generation())));
+        fault::arm("pthread_create");
+        let err = start_thread(service).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "pthread_create of the RPC serving thread failed: Resource temporarily unavailable (os error 11)"
+        );
+        assert!(!service.running.load(Ordering::Acquire));
+        start_thread(service).unwrap();
+        assert!(service.running.load(Ordering::Acquire));
+        start_thread(service).unwrap();
+    }
 }

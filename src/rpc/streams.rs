@@ -146,7 +146,7 @@ fn lane_packets(port: &Port) -> Vec<Packet> {
 }
 
 fn serve_open(port: &mut Port) {
-    let paths = port.recv_n();
+    let Ok(paths) = port.recv_n() else { return };
     let mut packets = lane_packets(port);
     let Ok(count) = port.recv(&mut packets) else { return };
     // Active lanes sent a path of at least its NUL; `recv` lists their packets in lane order.

@@ -120,6 +120,13 @@ impl Config {
         Config::from_lookup(|name| std::env::var(name).ok())
     }
 
+    /// The settings that `pairs` of names and values give, the rest unset: for tests.
+    #[cfg(test)]
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Config {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
     /// Reads the settings through `lookup`, so tests need not touch the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Config {
         let info_level = match lookup("LIBOMPTARGET_INFO") {

@@ -1,6 +1,6 @@
 //! What every layer uses: the error type, settings, messages, poison-tolerant locking, address-keyed
-//! maps and a bounds-checked ELF reader. Nothing here knows about libomptarget, a backend or RPC, so
-//! the layers above depend on it and it on none of them.
+//! maps, a bounds-checked ELF reader and test-time fault injection. Nothing here knows about
+//! libomptarget, a backend or RPC, so the layers above depend on it and it on none of them.
 
 pub mod address_map;
 #[cfg(test)]
@@ -8,5 +8,6 @@ pub mod alloc_count;
 pub mod config;
 pub mod elf;
 pub mod error;
+pub mod fault;
 pub mod log;
 pub mod sync;

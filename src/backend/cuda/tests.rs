@@ -31,15 +31,10 @@ fn cubin(arch: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-nvptx-test-images.sh"))
 }
 
-fn config(pairs: &[(&str, &str)]) -> Config {
-    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    Config::from_lookup(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
-}
-
 /// A fresh simulated driver with `gpus`, and the core over the CUDA backend on it.
 fn core_on(gpus: &[SimGpu], pairs: &[(&str, &str)]) -> Box<dyn PluginApi> {
     simulated::reset(gpus, 0);
-    let config = config(pairs);
+    let config = Config::from_pairs(pairs);
     let backend = CudaBackend::with_driver(simulated::driver(), &config).unwrap();
     Core::new_boxed(backend, config)
 }
@@ -100,7 +95,7 @@ fn cubins_built_here_carry_their_capability() {
 fn images_are_accepted_by_the_stock_plugins_rule() {
     let _serial = serial();
     simulated::reset(&[A10], 0);
-    let backend = CudaBackend::with_driver(simulated::driver(), &config(&[])).unwrap();
+    let backend = CudaBackend::with_driver(simulated::driver(), &Config::from_pairs(&[])).unwrap();
     let check = |bytes: &[u8], arch| backend.is_compatible_image(&bytes[..4096.min(bytes.len())], bytes.len(), arch);
     assert!(check(&cubin("sm_80"), None), "sm_80 runs on sm_86");
     assert!(check(&cubin("sm_80"), Some("sm_80")));
@@ -122,7 +117,7 @@ fn images_are_accepted_by_the_stock_plugins_rule() {
 fn a_failing_cu_init_means_no_backend_and_says_why() {
     let _serial = serial();
     simulated::reset(&[H100], super::sys::CUDA_ERROR_NO_DEVICE);
-    let err = CudaBackend::with_driver(simulated::driver(), &config(&[]))
+    let err = CudaBackend::with_driver(simulated::driver(), &Config::from_pairs(&[]))
         .err()
         .unwrap()
         .to_string();

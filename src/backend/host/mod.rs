@@ -4,6 +4,8 @@
 pub mod elf_check;
 pub mod invoke;
 pub mod queue;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::{c_void, CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -12,6 +14,7 @@ use self::queue::HostHandle;
 use super::{AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice};
 use crate::util::config::{BackendKind, Config};
 use crate::util::error::{Error, Result};
+use crate::util::fault;
 
 /// The host backend: `devices` independent copies of every image in one address space.
 pub struct HostBackend {
@@ -143,8 +146,12 @@ impl Backend for HostBackend {
     }
 
     fn alloc(&self, _device: usize, size: usize, _kind: AllocKind) -> Result<*mut c_void> {
-        // SAFETY: malloc has no preconditions; a null result is handled below.
-        let ptr = unsafe { libc::malloc(size) };
+        let ptr = if fault::injected("malloc") {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: malloc has no preconditions; a null result is handled below.
+            unsafe { libc::malloc(size) }
+        };
         if ptr.is_null() {
             return Err(Error::OutOfMemory { size });
         }
@@ -339,8 +346,15 @@ unsafe impl Sync for HostModule {}
 impl HostModule {
     fn load(device: usize, image: &[u8]) -> Result<HostModule> {
         let name = CString::new(format!("omprpc-host-image-device{device}")).expect("no NUL in name");
-        // SAFETY: `name` is a valid C string; the flags are defined by the kernel.
-        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = if fault::injected("memfd_create") {
+            // What the call does when the process has no descriptor left.
+            // SAFETY: errno is this thread's.
+            unsafe { *libc::__errno_location() = libc::EMFILE };
+            -1
+        } else {
+            // SAFETY: `name` is a valid C string; the flags are defined by the kernel.
+            unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) }
+        };
         if fd < 0 {
             return Err(Error::last_os("memfd_create"));
         }
@@ -350,18 +364,29 @@ impl HostModule {
             call: "dup",
             detail: e.to_string(),
         })?);
-        std::io::Write::write_all(&mut file, image).map_err(|e| Error::Os {
+        let written = if fault::injected("write") {
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        } else {
+            std::io::Write::write_all(&mut file, image)
+        };
+        written.map_err(|e| Error::Os {
             call: "writing the image to a memfd",
             detail: e.to_string(),
         })?;
         drop(file);
         let path = format!("/proc/self/fd/{}", memfd.as_raw_fd());
-        let c_path = CString::new(path.clone()).expect("no NUL in path");
+        // An injected fault opens a path that does not exist, so that dlopen fails for real.
+        let open_path = if fault::injected("dlopen") {
+            "/proc/self/fd/-1"
+        } else {
+            &path
+        };
+        let c_path = CString::new(open_path).expect("no NUL in path");
         // SAFETY: `c_path` is a valid C string naming the memfd; the image's constructors run here, as
         // they do under the stock plugin.
         let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
-            return Err(Error::BadImage(dl_error()));
+            return Err(Error::BadImage(format!("dlopen: {}", dl_error())));
         }
         Ok(HostModule {
             handle,
@@ -375,8 +400,14 @@ impl HostModule {
     /// instead of loading the new one.
     fn unload(mut self) -> Result<()> {
         let handle = std::mem::replace(&mut self.handle, std::ptr::null_mut());
+        // An injected fault leaves the object open, as a real failure does.
         // SAFETY: `handle` came from dlopen and is closed once (it is replaced by null above).
-        if unsafe { libc::dlclose(handle) } != 0 {
+        let closed = if fault::injected("dlclose") {
+            -1
+        } else {
+            unsafe { libc::dlclose(handle) }
+        };
+        if closed != 0 {
             return Err(Error::Os {
                 call: "dlclose of a host image",
                 detail: dl_error(),
@@ -386,9 +417,13 @@ impl HostModule {
     }
 
     fn symbol(&self, name: &CStr) -> Result<*mut c_void> {
-        // SAFETY: `handle` is a live dlopen handle (closed only by `unload`, which consumes the
-        // module) and `name` a valid C string.
-        let addr = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
+        let addr = if fault::injected_for("dlsym", name.to_bytes()) {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: `handle` is a live dlopen handle (closed only by `unload`, which consumes the
+            // module) and `name` a valid C string.
+            unsafe { libc::dlsym(self.handle, name.as_ptr()) }
+        };
         if addr.is_null() {
             return Err(Error::MissingSymbol {
                 image: self.path.clone(),
@@ -414,7 +449,7 @@ fn dl_error() -> String {
     // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl* call here.
     let text = unsafe { libc::dlerror() };
     if text.is_null() {
-        "dlopen failed without a reason".into()
+        "the loader gave no reason".into()
     } else {
         // SAFETY: non-null, NUL-terminated, see above.
         unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
