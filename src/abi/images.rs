@@ -11,6 +11,7 @@ use super::non_null;
 use super::types::{BinDesc, DeviceImage, OffloadEntry, TargetTable};
 use crate::plugin::HostEntry;
 use crate::util::error::{Error, Result};
+use crate::util::raw_box::RawBox;
 use crate::util::sync::lock;
 
 /// Largest image accepted, far above real device images, so a corrupt end pointer is caught early.
@@ -111,11 +112,11 @@ pub fn library_image_ranges(desc: *mut BinDesc) -> Result<Vec<(usize, usize)>> {
         .collect())
 }
 
-/// A table handed to libomptarget, with the storage it points into.
+/// A table handed to libomptarget, with the storage it points into (owned through raw pointers, which
+/// stay valid while the table moves in and around the map).
 struct Table {
-    table: Box<TargetTable>,
-    /// Never resized once the table points into it.
-    _entries: Box<[OffloadEntry]>,
+    table: RawBox<TargetTable>,
+    _entries: RawBox<[OffloadEntry]>,
     _names: Vec<CString>,
 }
 
@@ -137,7 +138,7 @@ pub fn table_for(
 ) -> *mut TargetTable {
     let mut tables = lock(&TABLES);
     let table = tables.entry((device, image_start)).or_insert_with(|| {
-        let mut entries: Box<[OffloadEntry]> = host_entries
+        let entries: Box<[OffloadEntry]> = host_entries
             .iter()
             .zip(&names)
             .zip(addresses)
@@ -148,17 +149,18 @@ pub fn table_for(
                 ..*host
             })
             .collect();
-        let range = entries.as_mut_ptr_range();
+        let entries = RawBox::new(entries);
+        let begin = entries.as_ptr().cast::<OffloadEntry>();
         Table {
-            table: Box::new(TargetTable {
-                entries_begin: range.start,
-                entries_end: range.end,
-            }),
+            table: RawBox::new(Box::new(TargetTable {
+                entries_begin: begin,
+                entries_end: begin.wrapping_add(entries.get().len()),
+            })),
             _entries: entries,
             _names: names,
         }
     });
-    &mut *table.table
+    table.table.as_ptr()
 }
 
 /// Frees the tables of images that were unloaded.

@@ -41,6 +41,25 @@ pub struct HostEntry {
     pub flags: i32,
 }
 
+#[cfg(test)]
+impl HostEntry {
+    /// The host entries of `c_tests/gpu/cuda_module.c`, the program behind the backends' test images:
+    /// its `kernels`, then its global `counter`.
+    pub fn cuda_module_entries(kernels: &[String]) -> Vec<HostEntry> {
+        let kernel = |name: &String| HostEntry {
+            name: CString::new(name.as_str()).unwrap(),
+            size: 0,
+            flags: 0,
+        };
+        let counter = HostEntry {
+            name: CString::new("counter").unwrap(),
+            size: 4,
+            flags: 0,
+        };
+        kernels.iter().map(kernel).chain([counter]).collect()
+    }
+}
+
 /// What `load_image` produced: the device address of every entry, in the host table's order.
 pub struct LoadedEntries {
     /// Device addresses, one per host entry.

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::util::error::{Error, Result};
+use crate::util::raw_box::RawBox;
 use crate::util::sync::lock;
 
 /// Most items a pool holds at once, far above what a program keeps, so that a leak is reported.
@@ -247,10 +248,8 @@ impl<T: Pooled> Pool<T> {
 /// so that a reader still probing one is never left with freed memory.
 struct HandleIndex {
     current: AtomicPtr<Table>,
-    /// Every table ever published, including `current`, owned here. Boxed: `current` points at a table,
-    /// which must not move when the list grows.
-    #[allow(clippy::vec_box)]
-    tables: Mutex<Vec<Box<Table>>>,
+    /// Every table ever published, including `current`, owned here.
+    tables: Mutex<Vec<RawBox<Table>>>,
     /// Entries in `current`; changed only by writers.
     len: AtomicUsize,
 }
@@ -310,8 +309,8 @@ const INITIAL_CAPACITY: usize = 64;
 
 impl HandleIndex {
     fn new() -> HandleIndex {
-        let table = Table::new(INITIAL_CAPACITY);
-        let current = AtomicPtr::new(&*table as *const Table as *mut Table);
+        let table = RawBox::new(Table::new(INITIAL_CAPACITY));
+        let current = AtomicPtr::new(table.as_ptr());
         HandleIndex {
             current,
             tables: Mutex::new(vec![table]),
@@ -337,11 +336,11 @@ impl HandleIndex {
         let len = self.len.load(Ordering::Relaxed);
         let mut table = self.table();
         if (len + 1) * 2 > table.keys.len() {
-            let bigger = Table::new(table.keys.len() * 2);
+            let bigger = RawBox::new(Table::new(table.keys.len() * 2));
             for (k, v) in table.keys.iter().zip(table.values.iter()) {
                 let k = k.load(Ordering::Relaxed);
                 if k != 0 {
-                    bigger.put(k, v.load(Ordering::Relaxed));
+                    bigger.get().put(k, v.load(Ordering::Relaxed));
                 }
             }
             self.publish(bigger);
@@ -353,14 +352,13 @@ impl HandleIndex {
 
     /// Forgets every entry. Only one writer at a time.
     fn clear(&self) {
-        self.publish(Table::new(INITIAL_CAPACITY));
+        self.publish(RawBox::new(Table::new(INITIAL_CAPACITY)));
         self.len.store(0, Ordering::Relaxed);
     }
 
-    fn publish(&self, table: Box<Table>) {
+    fn publish(&self, table: RawBox<Table>) {
         let mut tables = lock(&self.tables);
-        self.current
-            .store(&*table as *const Table as *mut Table, Ordering::Release);
+        self.current.store(table.as_ptr(), Ordering::Release);
         tables.push(table);
     }
 }

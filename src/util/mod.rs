@@ -10,4 +10,5 @@ pub mod elf;
 pub mod error;
 pub mod fault;
 pub mod log;
+pub mod raw_box;
 pub mod sync;

@@ -54,19 +54,7 @@ fn entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
         .collect();
     kernels.sort();
     assert_eq!(kernels.len(), 2, "the test program has two target regions");
-    let mut entries: Vec<HostEntry> = kernels
-        .iter()
-        .map(|k| HostEntry {
-            name: CString::new(k.as_str()).unwrap(),
-            size: 0,
-            flags: 0,
-        })
-        .collect();
-    entries.push(HostEntry {
-        name: CString::new("counter").unwrap(),
-        size: 4,
-        flags: 0,
-    });
+    let entries = HostEntry::cuda_module_entries(&kernels);
     // By line number: l15 is the SPMD loop, l20 the generic region.
     (entries, kernels[0].clone(), kernels[1].clone())
 }

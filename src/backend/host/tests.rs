@@ -3,7 +3,7 @@
 //! operating system and the loader made to fail once in turn (`util::fault`): the entry point fails
 //! with a message naming the call, a second try works, and no descriptor or loaded object is left.
 
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::Mutex;
 
 use super::HostBackend;
@@ -33,20 +33,7 @@ fn entries_of(image: &[u8]) -> Vec<HostEntry> {
         .collect();
     kernels.sort();
     assert_eq!(kernels.len(), 2, "the test program has two target regions: {kernels:?}");
-    let mut entries: Vec<HostEntry> = kernels
-        .into_iter()
-        .map(|k| HostEntry {
-            name: CString::new(k).unwrap(),
-            size: 0,
-            flags: 0,
-        })
-        .collect();
-    entries.push(HostEntry {
-        name: CString::new("counter").unwrap(),
-        size: 4,
-        flags: 0,
-    });
-    entries
+    HostEntry::cuda_module_entries(&kernels)
 }
 
 /// Open descriptors and mappings of host images in this process.
