@@ -715,3 +715,74 @@ fn ptx_images_are_handed_to_the_driver_to_compile() {
     assert!(core.deinit().unwrap());
     assert_eq!(simulated::live(), (0, 0, 0, 0, 0));
 }
+
+/// Eight host threads on two GPUs at once, each with its own queue: copies in, a `nowait` launch and a
+/// copy back, then a synchronisation, fifty times; every round's result must be that round's data
+/// plus what the kernel added, so that no operation of one thread's queue is lost, repeated,
+/// reordered or mixed with another's.
+#[test]
+fn eight_threads_of_queued_copies_and_launches_keep_their_order() {
+    const WORDS: usize = 256;
+    let _serial = serial();
+    let core = core_on(&[H100, H100], &[]);
+    let image = cubin("sm_90");
+    let (entries, spmd, _) = entries_of(&image);
+    let mut kernels = Vec::new();
+    for device in 0..2 {
+        core.init_device(device).unwrap();
+        kernels.push(core.load_image(device, 0x1000, &image, &entries).unwrap().addresses[0]);
+    }
+    // The kernel adds 1 to each of the `args[1]` words at `args[0]`.
+    simulated::register_kernel(
+        &spmd,
+        2,
+        Arc::new(|args| {
+            // SAFETY: every launch below passes a live buffer of `args[1]` words (simulated device
+            // memory is host memory), which only this launch's queue touches until it is synchronised.
+            let words = unsafe { std::slice::from_raw_parts_mut(args[0] as *mut u32, args[1] as usize) };
+            for w in words {
+                *w += 1;
+            }
+        }),
+    );
+    let core = &core;
+    let kernels = &kernels;
+    std::thread::scope(|scope| {
+        for thread in 0..8u32 {
+            scope.spawn(move || {
+                let device = (thread % 2) as i32;
+                let buffer = core
+                    .alloc(device, WORDS * 4, crate::backend::AllocKind::Device)
+                    .unwrap();
+                let request = LaunchRequest {
+                    nowait: true,
+                    ..Default::default()
+                };
+                for round in 0..50u32 {
+                    let data: Vec<u32> = (0..WORDS as u32)
+                        .map(|i| thread * 1_000_000 + round * 1000 + i)
+                        .collect();
+                    let mut back = vec![0u32; WORDS];
+                    let mut queue: *mut c_void = std::ptr::null_mut();
+                    let args = [buffer, WORDS as *mut c_void];
+                    // SAFETY: `buffer` holds WORDS words; `data` and `back` outlive the synchronisation.
+                    unsafe {
+                        core.submit(device, buffer, data.as_ptr().cast(), WORDS * 4, Some(&mut queue))
+                            .unwrap();
+                        core.launch(device, kernels[device as usize], &args, &request, Some(&mut queue))
+                            .unwrap();
+                        core.retrieve(device, back.as_mut_ptr().cast(), buffer, WORDS * 4, Some(&mut queue))
+                            .unwrap();
+                    }
+                    core.synchronize(device, &mut queue).unwrap();
+                    let expected: Vec<u32> = data.iter().map(|v| v + 1).collect();
+                    assert_eq!(back, expected, "thread {thread}, round {round}");
+                }
+                core.free(device, buffer as usize).unwrap();
+            });
+        }
+    });
+    simulated::clear_kernels();
+    assert!(core.deinit().unwrap());
+    assert_eq!(simulated::live(), (0, 0, 0, 0, 0), "everything released");
+}
