@@ -9,22 +9,13 @@ mod support;
 
 use std::sync::Mutex;
 
-use support::{build_program, check_ours_ran, check_stock_ran, run_text, Plugin};
+use support::{build_program, check_ours_ran, check_stock_ran, field, run_text, Plugin};
 
 /// One load at a time: each wants the machine to itself, for its time limit and its figures.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn alone() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The number after `prefix` on its line of `stdout`.
-fn field(stdout: &str, prefix: &str) -> f64 {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .and_then(|v| v.trim().trim_end_matches("KiB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no '{prefix}' line in:\n{stdout}"))
 }
 
 /// Runs `file` with `args` through `plugin`; it must succeed, and the right plugin must have run.
@@ -54,7 +45,7 @@ fn eight_host_threads_chain_nowait_regions_on_every_device() {
     let mut outputs = Vec::new();
     for plugin in [Plugin::Ours, Plugin::Stock] {
         let (stdout, seconds) = run_checked("nowait_threads.c", &[steps], plugin);
-        let devices = field(&stdout, "devices:");
+        let devices = field::<f64>(&stdout, "devices:");
         assert!(devices >= 1.0, "{stdout}");
         let chains = 8.0 * devices;
         assert!(
@@ -94,12 +85,12 @@ fn transfers_from_zero_bytes_to_one_gibibyte() {
 /// The RSS growth, in KiB, between the 10,000th allocation and the end of a run of `alloc_million.c`.
 fn allocation_run(mode: &str, plugin: Plugin) -> (f64, f64) {
     let (stdout, _) = run_checked("alloc_million.c", &[mode, "1000000"], plugin);
-    assert_eq!(field(&stdout, "allocations:"), 1_000_000.0, "{stdout}");
-    assert_eq!(field(&stdout, "failures:"), 0.0, "{stdout}");
-    let early = field(&stdout, "rss after 10000:");
-    let end = field(&stdout, "rss at the end:");
+    assert_eq!(field::<f64>(&stdout, "allocations:"), 1_000_000.0, "{stdout}");
+    assert_eq!(field::<f64>(&stdout, "failures:"), 0.0, "{stdout}");
+    let early = field::<f64>(&stdout, "rss after 10000:");
+    let end = field::<f64>(&stdout, "rss at the end:");
     assert!(early > 0.0 && end > 0.0, "{stdout}");
-    let seconds = field(&stdout, "seconds:");
+    let seconds = field::<f64>(&stdout, "seconds:");
     println!(
         "{plugin:?}, {mode}: 1,000,000 allocations and frees in {seconds:.2} s; RSS {early} KiB after \
          10,000, {end} KiB at the end"

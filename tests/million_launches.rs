@@ -3,15 +3,7 @@
 
 mod support;
 
-use support::{build_program, check_ours_ran};
-
-fn field(stdout: &str, prefix: &str) -> i64 {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .and_then(|v| v.trim().trim_end_matches("KiB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no '{prefix}' line in:\n{stdout}"))
-}
+use support::{build_program, check_ours_ran, field};
 
 #[test]
 fn ten_million_launches_run_without_crash_or_growth() {
@@ -26,10 +18,10 @@ fn ten_million_launches_run_without_crash_or_growth() {
     );
     assert!(out.status.success(), "exited with {}:\n{stdout}\n{stderr}", out.status);
     check_ours_ran(stderr).unwrap();
-    assert_eq!(field(stdout, "launches:"), 10_000_000);
-    assert_eq!(field(stdout, "ran on device:"), 1);
-    let early = field(stdout, "rss after 1000 launches:");
-    let end = field(stdout, "rss at the end:");
+    assert_eq!(field::<i64>(stdout, "launches:"), 10_000_000);
+    assert_eq!(field::<i64>(stdout, "ran on device:"), 1);
+    let early: i64 = field(stdout, "rss after 1000 launches:");
+    let end: i64 = field(stdout, "rss at the end:");
     println!(
         "RSS after 1,000 launches: {early} KiB; after 10,000,000: {end} KiB; growth {} KiB",
         end - early

@@ -130,7 +130,7 @@ impl Port<'_> {
             Exchange::Replied => Finished::Complete,
             Exchange::Unread => Finished::Untouched,
             Exchange::Read { bytes: false } => {
-                let zeros = vec![Packet::default(); self.lanes() as usize];
+                let zeros = self.lane_packets();
                 let _ = self.send(&zeros);
                 Finished::RepliedForHandler
             }
@@ -162,6 +162,11 @@ impl Port<'_> {
     /// Lanes of the port's device (1 on the host device).
     pub fn lanes(&self) -> u32 {
         self.raw.lane_size
+    }
+
+    /// Zeroed packets, one per lane: room for [`Port::recv`], or an empty reply.
+    pub fn lane_packets(&self) -> Vec<Packet> {
+        vec![Packet::default(); self.lanes() as usize]
     }
 
     fn check_room(&self, len: usize) -> Result<()> {

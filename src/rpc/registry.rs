@@ -130,8 +130,3 @@ pub fn register_handler(op: u16, handler: Box<dyn UserHandler>) -> Result<()> {
 pub fn registered(op: u16) -> Option<&'static Registered> {
     lock(&REGISTRY.handlers).get(&op).copied()
 }
-
-/// Whether a handler is registered for `op`.
-pub fn is_registered(op: u16) -> bool {
-    registered(op).is_some()
-}

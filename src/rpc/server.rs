@@ -11,11 +11,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::ffi::{self, opcode};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use super::port::{Finished, Port};
-use super::registry::{self, Registered};
+use super::registry::Registered;
 use super::streams;
 use super::DeviceMemory;
 use crate::util::address_map::AddressSet;
 use crate::util::error::{Error, Result};
+use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
 use crate::util::{fault, log};
 
@@ -85,10 +86,12 @@ pub struct RpcServer {
     /// device memory owned by the server, so that it outlives any one image.
     client_object: Mutex<Option<usize>>,
     /// What libc's callback map points at for each user opcode installed here; owned by the server,
-    /// which outlives its libc server's callbacks, so that nothing is leaked per server. Boxed: libc
-    /// holds their addresses, which must not move when the list grows.
-    #[allow(clippy::vec_box)]
-    user_opcodes: Mutex<Vec<Box<UserOpcode>>>,
+    /// which outlives its libc server's callbacks, so that nothing is leaked per server. libc holds
+    /// their addresses, which must stay valid while the list grows.
+    user_opcodes: Mutex<Vec<RawBox<UserOpcode>>>,
+    /// Every opcode given a callback here (the plugin's own and user opcodes), so that a request
+    /// nobody serves can be named.
+    served_opcodes: Mutex<Vec<u16>>,
 }
 
 // SAFETY: `raw` and `mailbox` refer to memory owned by this server for its whole life; libc's server
@@ -255,19 +258,15 @@ impl RpcServer {
         let mut raw = ffi::Device::default();
         // SAFETY: `raw` is writable, `alloc_mailbox` matches the callback type and `request` outlives
         // the call, which is the only time libc uses it.
-        let status = if fault::injected("rpc_server_init") {
-            ffi::STATUS_ERROR
-        } else {
-            unsafe {
-                ffi::rpc_server_init(
-                    &mut raw,
-                    u64::from(ports),
-                    lane_size,
-                    alloc_mailbox,
-                    (&mut request as *mut MailboxRequest).cast(),
-                )
-            }
-        };
+        let status = fault::call_or("rpc_server_init", ffi::STATUS_ERROR, || unsafe {
+            ffi::rpc_server_init(
+                &mut raw,
+                u64::from(ports),
+                lane_size,
+                alloc_mailbox,
+                (&mut request as *mut MailboxRequest).cast(),
+            )
+        });
         if let Some(Err(e)) = request.result {
             return Err(e);
         }
@@ -298,6 +297,7 @@ impl RpcServer {
             gate: RwLock::new(()),
             client_object: Mutex::new(None),
             user_opcodes: Mutex::new(Vec::new()),
+            served_opcodes: Mutex::new(Vec::new()),
         });
         let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
         let device_number = device as *mut c_void;
@@ -335,24 +335,22 @@ impl RpcServer {
         let _exclusive = write(&self.gate);
         // SAFETY: `raw` is a live server; no thread is inside `rpc_handle_server` while `gate` is held
         // exclusively, so libc's unlocked map is not read concurrently; `data` lives as long as `self`.
-        let status = if fault::injected("rpc_register_callback") {
-            ffi::STATUS_ERROR
-        } else {
-            unsafe { ffi::rpc_register_callback(self.raw, op, callback, data) }
-        };
-        check("rpc_register_callback", status)
+        let status = fault::call_or("rpc_register_callback", ffi::STATUS_ERROR, || unsafe {
+            ffi::rpc_register_callback(self.raw, op, callback, data)
+        });
+        check("rpc_register_callback", status)?;
+        lock(&self.served_opcodes).push(op);
+        Ok(())
     }
 
     /// Routes the user opcode of `registered` to its handler.
     pub fn install_user_opcode(&self, registered: &'static Registered) -> Result<()> {
-        let data = Box::new(UserOpcode {
+        let data = RawBox::new(Box::new(UserOpcode {
             registered,
             device: self.device,
-        });
-        // The box's contents stay where they are when the box moves into the list.
-        let pointer = (&*data as *const UserOpcode).cast_mut().cast();
-        let mut installed = lock(&self.user_opcodes);
-        installed.push(data);
+        }));
+        let pointer = data.as_ptr().cast();
+        lock(&self.user_opcodes).push(data);
         self.register(registered.opcode, dispatch, pointer)
     }
 
@@ -460,13 +458,7 @@ impl RpcServer {
         let unknown = (0..self.ports as usize)
             .filter(|&i| self.pending(i))
             .map(|i| self.opcode_of(i))
-            .find(|&op| {
-                !opcode::is_built_in(op)
-                    && op != opcode::MALLOC
-                    && op != opcode::FREE
-                    && !streams::OPCODES.contains(&op)
-                    && !registry::is_registered(op)
-            });
+            .find(|op| !opcode::is_built_in(*op) && !lock(&self.served_opcodes).contains(op));
         let what = unknown.map_or_else(|| "an opcode".to_string(), |op| format!("opcode {op:#06x}"));
         log::error(format_args!(
             "device {} called host service {what}, which has no handler; register one with \
@@ -496,11 +488,9 @@ impl RpcServer {
         let mut release = MailboxRelease { memory, result: Ok(()) };
         // SAFETY: no other reference to the server exists, so nothing serves it; `free_mailbox`
         // matches the callback type and `release` outlives the call.
-        let status = if fault::injected("rpc_server_shutdown") {
-            ffi::STATUS_ERROR
-        } else {
-            unsafe { ffi::rpc_server_shutdown(server.raw, free_mailbox, (&mut release as *mut MailboxRelease).cast()) }
-        };
+        let status = fault::call_or("rpc_server_shutdown", ffi::STATUS_ERROR, || unsafe {
+            ffi::rpc_server_shutdown(server.raw, free_mailbox, (&mut release as *mut MailboxRelease).cast())
+        });
         check("rpc_server_shutdown", status)?;
         match first_error {
             Some(e) => Err(e),
@@ -630,7 +620,7 @@ pub(crate) mod tests {
 
     impl crate::rpc::registry::UserHandler for PanicsAfterReceiving {
         fn serve(&self, port: &mut Port<'_>) {
-            let mut packets = vec![crate::rpc::port::Packet::default(); port.lanes() as usize];
+            let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
             panic!("a bug in the handler");
         }
@@ -641,7 +631,7 @@ pub(crate) mod tests {
 
     impl crate::rpc::registry::UserHandler for OutOfTurn {
         fn serve(&self, port: &mut Port<'_>) {
-            let mut packets = vec![crate::rpc::port::Packet::default(); port.lanes() as usize];
+            let mut packets = port.lane_packets();
             assert!(port.send(&packets).is_err(), "a reply before the request");
             let n = port.recv(&mut packets).unwrap();
             assert!(port.recv(&mut packets).is_err(), "a second receive");

@@ -101,13 +101,12 @@ fn start_thread(service: &'static Service) -> Result<()> {
     if service.running.load(Ordering::Acquire) {
         return Ok(());
     }
-    let spawned = if fault::injected("pthread_create") {
-        Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
-    } else {
+    let no_threads_left = Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+    let spawned = fault::call_or("pthread_create", no_threads_left, || {
         std::thread::Builder::new()
             .name("omprpc-rpc".into())
             .spawn(move || serve_forever(service))
-    };
+    });
     match spawned {
         Ok(_) => {
             service.running.store(true, Ordering::Release);

@@ -32,9 +32,6 @@ pub const OPCODE_CLOSE: u16 = 0x7f01;
 /// to make, and receives 1 if the host has that stream open, 0 (and an error message) if not.
 pub const OPCODE_CHECK: u16 = 0x7f02;
 
-/// The opcodes this module serves.
-pub const OPCODES: [u16; 3] = [OPCODE_OPEN, OPCODE_CLOSE, OPCODE_CHECK];
-
 /// Every stream handed to a device, by address.
 struct Streams {
     /// Open for the device.
@@ -140,14 +137,9 @@ fn describe(streams: &[usize]) -> String {
     format!("{noun} {}", list.join(", "))
 }
 
-/// One packet per lane of `port`.
-fn lane_packets(port: &Port) -> Vec<Packet> {
-    vec![Packet::default(); port.lanes() as usize]
-}
-
 fn serve_open(port: &mut Port) {
     let Ok(paths) = port.recv_n() else { return };
-    let mut packets = lane_packets(port);
+    let mut packets = port.lane_packets();
     let Ok(count) = port.recv(&mut packets) else { return };
     // Active lanes sent a path of at least its NUL; `recv` lists their packets in lane order.
     let active = paths.iter().filter(|p| !p.as_slice().is_empty());
@@ -162,62 +154,82 @@ fn serve_open(port: &mut Port) {
     let _ = port.send(&packets);
 }
 
-fn serve_close(port: &mut Port, device: usize) {
-    let mut packets = lane_packets(port);
-    let Ok(count) = port.recv(&mut packets) else { return };
-    let mut refused = Vec::new();
-    for packet in packets.iter_mut().take(count as usize) {
-        let stream = packet.data[0] as usize;
-        let closed = close(stream);
-        if closed == Closed::NotOpen && !refused.contains(&stream) {
-            refused.push(stream);
-        }
-        let result = if closed == Closed::Done { 0 } else { libc::EOF };
-        packet.data[0] = i64::from(result) as u64;
-    }
-    if !refused.is_empty() {
-        log::error(format_args!(
-            "device {device}: fclose of {} that the device does not have open (closed already, or never \
-             returned by fopen); it returned EOF",
-            describe(&refused)
-        ));
-    }
-    let _ = port.send(&packets);
-}
-
-fn serve_check(port: &mut Port, device: usize) {
-    let mut packets = lane_packets(port);
+/// Serves a request of one packet per lane, answered in place by `answer`, which returns the stream
+/// and the C call when the lane named a stream the device does not have open; such streams are
+/// reported once, in one line that `report` words from their list and the call.
+fn serve_per_lane(
+    port: &mut Port,
+    mut answer: impl FnMut(&mut Packet) -> Option<(usize, &'static str)>,
+    report: impl FnOnce(&str, &str) -> String,
+) {
+    let mut packets = port.lane_packets();
     let Ok(count) = port.recv(&mut packets) else { return };
     let mut refused = Vec::new();
     let mut call = "";
     for packet in packets.iter_mut().take(count as usize) {
-        let stream = packet.data[0] as usize;
-        let open = is_open(stream);
-        if !open && !refused.contains(&stream) {
-            refused.push(stream);
-            call = call_name(packet.data[1]);
+        if let Some((stream, named)) = answer(packet) {
+            if !refused.contains(&stream) {
+                refused.push(stream);
+                call = named;
+            }
         }
-        packet.data[0] = u64::from(open);
     }
     if !refused.is_empty() {
-        log::error(format_args!(
-            "device {device}: {call} on {} that the device does not have open (closed, or never \
-             returned by fopen); the call failed",
-            describe(&refused)
-        ));
+        log::error(report(&describe(&refused), call));
     }
     let _ = port.send(&packets);
 }
 
-/// libc's callback for [`OPCODE_OPEN`]; `data` is unused.
+fn serve_close(port: &mut Port, device: usize) {
+    let answer = |packet: &mut Packet| {
+        let stream = packet.data[0] as usize;
+        let closed = close(stream);
+        let result = if closed == Closed::Done { 0 } else { libc::EOF };
+        packet.data[0] = i64::from(result) as u64;
+        (closed == Closed::NotOpen).then_some((stream, "fclose"))
+    };
+    serve_per_lane(port, answer, |streams, call| {
+        format!(
+            "device {device}: {call} of {streams} that the device does not have open (closed already, \
+             or never returned by fopen); it returned EOF"
+        )
+    });
+}
+
+fn serve_check(port: &mut Port, device: usize) {
+    let answer = |packet: &mut Packet| {
+        let stream = packet.data[0] as usize;
+        let open = is_open(stream);
+        packet.data[0] = u64::from(open);
+        (!open).then(|| (stream, call_name(packet.data[1])))
+    };
+    serve_per_lane(port, answer, |streams, call| {
+        format!(
+            "device {device}: {call} on {streams} that the device does not have open (closed, or never \
+             returned by fopen); the call failed"
+        )
+    });
+}
+
+/// Runs `serve` on the port libc's server passed to one of this module's callbacks, with the device
+/// number registered as the callback's data; a panic is contained (the callback returns to C).
+///
+/// # Safety
+/// `raw` is the port of a callback that is running.
+unsafe fn with_port(raw: ffi::Port, data: *mut c_void, serve: fn(&mut Port, usize)) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the port is the one libc is serving for this call (contract); it does not outlive it.
+        serve(&mut unsafe { Port::from_raw(raw) }, data as usize);
+    }));
+}
+
+/// libc's callback for [`OPCODE_OPEN`].
 ///
 /// # Safety
 /// Called by libc's server with the port it is serving.
-pub unsafe extern "C" fn serve_open_callback(raw: ffi::Port, _data: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
-        serve_open(&mut unsafe { Port::from_raw(raw) });
-    }));
+pub unsafe extern "C" fn serve_open_callback(raw: ffi::Port, data: *mut c_void) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_port(raw, data, |port, _| serve_open(port)) }
 }
 
 /// libc's callback for [`OPCODE_CLOSE`]; `data` is the device number, for messages.
@@ -225,10 +237,8 @@ pub unsafe extern "C" fn serve_open_callback(raw: ffi::Port, _data: *mut c_void)
 /// # Safety
 /// Called by libc's server with the port it is serving.
 pub unsafe extern "C" fn serve_close_callback(raw: ffi::Port, data: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: as in `serve_open_callback`.
-        serve_close(&mut unsafe { Port::from_raw(raw) }, data as usize);
-    }));
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_port(raw, data, serve_close) }
 }
 
 /// libc's callback for [`OPCODE_CHECK`]; `data` is the device number, for messages.
@@ -236,10 +246,8 @@ pub unsafe extern "C" fn serve_close_callback(raw: ffi::Port, data: *mut c_void)
 /// # Safety
 /// Called by libc's server with the port it is serving.
 pub unsafe extern "C" fn serve_check_callback(raw: ffi::Port, data: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: as in `serve_open_callback`.
-        serve_check(&mut unsafe { Port::from_raw(raw) }, data as usize);
-    }));
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_port(raw, data, serve_check) }
 }
 
 #[cfg(test)]

@@ -43,6 +43,17 @@ pub fn injected_for(call: &str, what: &[u8]) -> bool {
     injected(call) || injected(&detailed)
 }
 
+/// Makes the call named `call` through `real`, or, when a test armed it, returns `failure` (what the
+/// real call returns when it fails) without making it.
+#[inline(always)]
+pub fn call_or<T>(call: &str, failure: T, real: impl FnOnce() -> T) -> T {
+    if injected(call) {
+        failure
+    } else {
+        real()
+    }
+}
+
 /// Whether the call named `call` must fail: never, outside tests.
 #[cfg(not(test))]
 #[inline(always)]
@@ -69,6 +80,9 @@ mod tests {
         assert!(injected("dlopen"));
         assert!(!injected("dlopen"));
         assert_eq!(armed(), None);
+        arm("malloc");
+        assert_eq!(call_or("malloc", 0, || 1), 0);
+        assert_eq!(call_or("malloc", 0, || 1), 1);
         arm("dlsym counter");
         assert!(!injected_for("dlsym", b"other"));
         assert!(injected_for("dlsym", b"counter"));

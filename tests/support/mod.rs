@@ -512,3 +512,12 @@ pub fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples[samples.len() / 2]
 }
+
+/// The number after `prefix` on its line of a program's `stdout` (a trailing "KiB" allowed).
+pub fn field<T: std::str::FromStr>(stdout: &str, prefix: &str) -> T {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|v| v.trim().trim_end_matches("KiB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no '{prefix}' line in:\n{stdout}"))
+}

@@ -481,7 +481,7 @@ struct DoubleIt;
 #[cfg(feature = "rpc")]
 impl crate::rpc::registry::UserHandler for DoubleIt {
     fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
-        let mut packets = vec![crate::rpc::port::Packet::default(); port.lanes() as usize];
+        let mut packets = port.lane_packets();
         let n = port.recv(&mut packets).unwrap();
         for (lane, p) in packets.iter_mut().take(n as usize).enumerate() {
             p.data[0] = p.data[0] * 2 + lane as u64;

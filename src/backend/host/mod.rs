@@ -146,12 +146,8 @@ impl Backend for HostBackend {
     }
 
     fn alloc(&self, _device: usize, size: usize, _kind: AllocKind) -> Result<*mut c_void> {
-        let ptr = if fault::injected("malloc") {
-            std::ptr::null_mut()
-        } else {
-            // SAFETY: malloc has no preconditions; a null result is handled below.
-            unsafe { libc::malloc(size) }
-        };
+        // SAFETY: malloc has no preconditions; a null result is handled below.
+        let ptr = fault::call_or("malloc", std::ptr::null_mut(), || unsafe { libc::malloc(size) });
         if ptr.is_null() {
             return Err(Error::OutOfMemory { size });
         }
@@ -364,12 +360,8 @@ impl HostModule {
             call: "dup",
             detail: e.to_string(),
         })?);
-        let written = if fault::injected("write") {
-            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
-        } else {
-            std::io::Write::write_all(&mut file, image)
-        };
-        written.map_err(|e| Error::Os {
+        let full_disk = Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        fault::call_or("write", full_disk, || std::io::Write::write_all(&mut file, image)).map_err(|e| Error::Os {
             call: "writing the image to a memfd",
             detail: e.to_string(),
         })?;
@@ -402,11 +394,7 @@ impl HostModule {
         let handle = std::mem::replace(&mut self.handle, std::ptr::null_mut());
         // An injected fault leaves the object open, as a real failure does.
         // SAFETY: `handle` came from dlopen and is closed once (it is replaced by null above).
-        let closed = if fault::injected("dlclose") {
-            -1
-        } else {
-            unsafe { libc::dlclose(handle) }
-        };
+        let closed = fault::call_or("dlclose", -1, || unsafe { libc::dlclose(handle) });
         if closed != 0 {
             return Err(Error::Os {
                 call: "dlclose of a host image",
