@@ -43,4 +43,13 @@ fn main() {
     // rpc::server's device_exit instead, which ends the process without running teardown that would
     // wait for the kernel that called exit.
     println!("cargo:rustc-link-arg-cdylib=-Wl,--wrap=exit");
+    // libc's server hands the host's C library whatever FILE* the device sent; in the plugin its stdio
+    // calls go to rpc::streams, which passes on only streams the device has open (the list is
+    // rpc::streams::WRAPPED, checked against the library's undefined symbols by a test).
+    for function in STDIO_WRAPPED {
+        println!("cargo:rustc-link-arg-cdylib=-Wl,--wrap={function}");
+    }
 }
+
+/// The stdio functions of libc's RPC server that take a device's stream (shared with the crate).
+const STDIO_WRAPPED: [&str; 15] = include!("src/rpc/wrapped_stdio.in");

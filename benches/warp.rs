@@ -1,7 +1,9 @@
 //! Host calls from a simulated warp (`omprpc::rpc::simulated`): one host thread plays 1, 32 or 64 lanes
 //! of LLVM libc 19.1's protocol against omprpc's RPC server and serving thread, for 16, 256, 1,024 and
 //! 4,096 ports. Prints a table of the round trip of one call (one packet per lane each way, every lane
-//! active) and the lanes served per second. The median of several rounds is reported.
+//! active) and the lanes served per second; then what each other loaded image costs a call, as every
+//! image has a server of its own (idle servers of the same size in service beside the busy one). The
+//! median of several rounds is reported.
 //!
 //! Run with `cargo bench --bench warp`.
 
@@ -33,8 +35,16 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Nanoseconds per call of one warp of `lanes` lanes on a server of `ports` ports.
-fn round_trip(ports: u32, lanes: usize, calls: usize) -> f64 {
+/// Nanoseconds per call of one warp of `lanes` lanes on a server of `ports` ports, with `idle` more
+/// servers of that size in service (other images' servers, whose code makes no calls).
+fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize) -> f64 {
+    let others: Vec<Arc<RpcServer>> = (0..idle)
+        .map(|_| {
+            let other = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
+            registry::add_server(Arc::clone(&other)).unwrap();
+            other
+        })
+        .collect();
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
     let device = SimulatedDevice::new(Arc::clone(&server));
     registry::add_server(Arc::clone(&server)).unwrap();
@@ -55,6 +65,10 @@ fn round_trip(ports: u32, lanes: usize, calls: usize) -> f64 {
     drop(device);
     registry::remove_server(&server).unwrap();
     server.shutdown().unwrap();
+    for other in others {
+        registry::remove_server(&other).unwrap();
+        other.shutdown().unwrap();
+    }
     ns
 }
 
@@ -71,8 +85,17 @@ fn main() {
     for ports in [16u32, 256, 1024, 4096] {
         for lanes in [1usize, 32, 64] {
             let calls = if ports >= 1024 { 5_000 } else { 20_000 };
-            let ns = median((0..ROUNDS).map(|_| round_trip(ports, lanes, calls)).collect());
+            let ns = median((0..ROUNDS).map(|_| round_trip(ports, lanes, calls, 0)).collect());
             println!("{ports:>6} {lanes:>6} {ns:>14.0} {:>18.0}", lanes as f64 * 1e9 / ns);
         }
+    }
+    println!("other loaded images (idle servers beside the busy one): ns per call of one lane");
+    println!("{:>6} {:>10} {:>10} {:>10}", "ports", "alone", "+1 image", "+3 images");
+    for ports in [16u32, 64, 256] {
+        let ns: Vec<f64> = [0, 1, 3]
+            .iter()
+            .map(|&idle| median((0..ROUNDS).map(|_| round_trip(ports, 1, 20_000, idle)).collect()))
+            .collect();
+        println!("{ports:>6} {:>10.0} {:>10.0} {:>10.0}", ns[0], ns[1], ns[2]);
     }
 }

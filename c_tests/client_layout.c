@@ -1,6 +1,6 @@
 /* Prints the layout of the device header's client structures, for tests/header.rs to compare with the
  * plugin's description of the mailbox (src/rpc/mailbox.rs) and with LLVM libc's client object; then
- * each of the header's libc opcodes beside libc 19.1's own, and omprpc's stream opcodes. */
+ * each of the header's libc opcodes beside libc 19.1's own, and the lane count the header exports. */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -37,6 +37,6 @@ int main(void) {
   SAME(PRINTF_TO_STDERR);
   SAME(PRINTF_TO_STREAM);
   SAME(REMOVE);
-  printf("streams %d %d %d\n", OMPRPC_OP_OPEN_STREAM, OMPRPC_OP_CLOSE_STREAM, OMPRPC_OP_CHECK_STREAM);
+  printf("lanes %u\n", __omprpc_rpc_lanes);
   return 0;
 }

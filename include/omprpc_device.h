@@ -235,12 +235,6 @@ enum {
   OMPRPC_OP_PRINTF_TO_STDERR = 22,
   OMPRPC_OP_PRINTF_TO_STREAM = 23,
   OMPRPC_OP_REMOVE = 27,
-  /* omprpc's own: the plugin opens and closes device files itself and keeps every FILE it handed out
-   * alive, and checks a file stream before a call uses it, because libc's server passes a stale or
-   * made-up FILE* straight to the host's C library, which crashes on it (src/rpc/streams.rs). */
-  OMPRPC_OP_OPEN_STREAM = 0x7f00,
-  OMPRPC_OP_CLOSE_STREAM = 0x7f01,
-  OMPRPC_OP_CHECK_STREAM = 0x7f02,
   OMPRPC_OP_FIRST_USER = 0x8000
 };
 
@@ -267,11 +261,19 @@ typedef struct {
   uint32_t lock[128];
 } omprpc_client;
 
-/* Each image has its own pointer and client object, bound inside the image: the pointer is exported
- * (the host looks it up in the loaded image) but protected, and the object hidden, so that neither
- * binds to a same-named copy elsewhere in the process (the host program's, another image's). */
+/* LLVM's plugins of 17-19 keep this contract with every RPC client, LLVM libc's own included: the image
+ * exports __llvm_libc_rpc_client, a pointer to a client object of its own, and the host copies the
+ * client (port count, mailbox addresses) to where the pointer points; the pointer itself is never
+ * written. This header keeps its object as libc does and uses it directly, so that the plugin cannot
+ * tell the two kinds of client apart. Each image has its own object, bound inside the image: the
+ * pointer is exported (the host looks it up in the loaded image) but protected, and the object
+ * hidden, so that neither binds to a same-named copy elsewhere in the process (the host program's,
+ * another image's). An object the host has not filled has no ports: omprpc_rpc_active() is 0. */
 __attribute__((weak, visibility("hidden"))) omprpc_client omprpc_client_object;
 __attribute__((weak, visibility("protected"))) omprpc_client *__llvm_libc_rpc_client = &omprpc_client_object;
+/* How many lanes share a port in this image's code, for the host to give the image a server of that
+ * lane size (a host image built with OMPRPC_SIMULATED_LANES, a wave32 or wave64 AMD image). */
+__attribute__((weak, used, visibility("protected"))) uint32_t __omprpc_rpc_lanes = OMPRPC_LANES;
 
 /* One open port, as each lane of the warp that opened it sees it. */
 typedef struct {
@@ -283,10 +285,7 @@ typedef struct {
   int owns_buffer;
 } omprpc_client_port;
 
-static inline int omprpc_rpc_active(void) {
-  omprpc_client *c = __llvm_libc_rpc_client;
-  return c && omprpc_load_(&c->port_count) != 0;
-}
+static inline int omprpc_rpc_active(void) { return omprpc_load_(&omprpc_client_object.port_count) != 0; }
 
 static inline void omprpc_unlock_port_(omprpc_client *c, uint32_t index) {
   omprpc_fence_release_();
@@ -295,7 +294,7 @@ static inline void omprpc_unlock_port_(omprpc_client *c, uint32_t index) {
 
 /* Opens a port for the active lanes: the leader locks a port the client owns and writes its header. */
 static inline omprpc_client_port omprpc_open(uint16_t opcode) {
-  omprpc_client *c = __llvm_libc_rpc_client;
+  omprpc_client *c = &omprpc_client_object;
   uint64_t mask = omprpc_lane_mask_();
   int leader = omprpc_is_leader_(mask);
   uint32_t ports = c->port_count;
@@ -344,15 +343,18 @@ static inline void omprpc_wait_(omprpc_client_port *p, uint32_t in) {
   omprpc_fence_acquire_();
 }
 
-/* Hands the port to the host: once every lane has written its packet, the leader orders them before
- * the flip of the outbox (the lanes' writes reach it through the warp barrier). */
+/* Hands the port to the host once every lane has written its packet. As in LLVM libc's client, every
+ * active lane orders its own packet writes before the flip with a system-scope release fence and then
+ * stores the (same) new outbox value, so no lane relies on another lane's fence. Were only the leader
+ * to store after the warp barrier, the other lanes' packet writes would reach the host before the flip
+ * only if bar.warp.sync ordered them at system scope, which the PTX memory model does not state (it
+ * speaks of ordering among the threads of the barrier); the tests' PTX check asserts a membar.sys
+ * before every outbox store. */
 static inline void omprpc_flip_(omprpc_client_port *p) {
   omprpc_sync_lanes_(p->mask);
   p->out = !p->out;
-  if (omprpc_is_leader_(p->mask)) {
-    omprpc_fence_release_();
-    omprpc_store_(&p->client->outbox[p->index], p->out);
-  }
+  omprpc_fence_release_();
+  omprpc_store_(&p->client->outbox[p->index], p->out);
 }
 
 /* Sends this lane's packet: waits until the port is the client's, fills it, hands it over. */
@@ -444,13 +446,6 @@ static inline uint64_t omprpc_simple_(uint16_t op, uint64_t a, uint64_t b, uint6
   return packet.data[0];
 }
 
-/* Whether a call `op` may pass `f` to the host: a standard stream (or NULL, which the callers that
- * accept it mean as "every stream"), or a file that omprpc_fopen returned and omprpc_fclose has not
- * closed, which the host checks (and names in an error message if not). */
-static inline int omprpc_stream_open_(omprpc_file *f, uint16_t op) {
-  return !omprpc_is_file_(f) || omprpc_simple_(OMPRPC_OP_CHECK_STREAM, (uintptr_t)f, op, 0) != 0;
-}
-
 static inline uint64_t omprpc_write_(omprpc_file *f, const void *data, uint64_t size, uint16_t op) {
   omprpc_packet packet;
   omprpc_zero_(&packet);
@@ -481,8 +476,6 @@ static inline size_t omprpc_fwrite(const void *data, size_t size, size_t count, 
   if (!omprpc_rpc_active())
     return 0;
 #endif
-  if (!omprpc_stream_open_(f, OMPRPC_OP_WRITE_TO_STREAM))
-    return 0;
   return (size_t)omprpc_write_(f, data, size * count, omprpc_write_opcode_(f)) / size;
 }
 
@@ -497,8 +490,6 @@ static inline int omprpc_fputs(const char *s, omprpc_file *f) {
   if (!omprpc_rpc_active())
     return -1;
 #endif
-  if (!omprpc_stream_open_(f, OMPRPC_OP_WRITE_TO_STREAM))
-    return -1;
   return omprpc_write_(f, s, n, omprpc_write_opcode_(f)) == n ? 0 : -1;
 }
 
@@ -524,7 +515,7 @@ static inline omprpc_file *omprpc_fopen(const char *path, const char *mode) {
 #endif
   omprpc_packet packet;
   omprpc_zero_(&packet);
-  omprpc_client_port port = omprpc_open(OMPRPC_OP_OPEN_STREAM);
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_OPEN_FILE);
   omprpc_send_n(&port, path, omprpc_strlen_(path) + 1);
   uint64_t mode_len = omprpc_strlen_(mode) + 1;
   omprpc_copy_(packet.data, mode, mode_len < sizeof packet.data ? mode_len : sizeof packet.data - 1);
@@ -544,7 +535,7 @@ static inline int omprpc_fclose(omprpc_file *f) {
   if (!omprpc_rpc_active())
     return -1;
 #endif
-  return omprpc_simple_(OMPRPC_OP_CLOSE_STREAM, (uintptr_t)f, 0, 0) == 0 ? 0 : -1;
+  return omprpc_simple_(OMPRPC_OP_CLOSE_FILE, (uintptr_t)f, 0, 0) == 0 ? 0 : -1;
 }
 
 static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprpc_file *f) {
@@ -557,8 +548,6 @@ static inline size_t omprpc_fread(void *buffer, size_t size, size_t count, omprp
   if (!omprpc_rpc_active())
     return 0;
 #endif
-  if (!omprpc_stream_open_(f, OMPRPC_OP_READ_FROM_STREAM))
-    return 0;
   omprpc_packet packet;
   omprpc_zero_(&packet);
   packet.data[0] = size * count;
@@ -581,8 +570,6 @@ static inline char *omprpc_fgets(char *s, int count, omprpc_file *f) {
   if (!omprpc_rpc_active())
     return 0;
 #endif
-  if (!omprpc_stream_open_(f, OMPRPC_OP_READ_FGETS))
-    return 0;
   omprpc_packet packet;
   omprpc_zero_(&packet);
   packet.data[0] = (uint64_t)count;
@@ -608,8 +595,6 @@ static inline int omprpc_fseek(omprpc_file *f, long offset, int whence) {
   if (!f)
     return -1;
   OMPRPC_HOST_OR_(fseek(omprpc_host_stream_(f), offset, whence), -1);
-  if (!omprpc_stream_open_(f, OMPRPC_OP_FSEEK))
-    return -1;
   return (int)omprpc_simple_(OMPRPC_OP_FSEEK, (uintptr_t)f, (uint64_t)offset, (uint64_t)whence);
 }
 
@@ -617,15 +602,11 @@ static inline long omprpc_ftell(omprpc_file *f) {
   if (!f)
     return -1L;
   OMPRPC_HOST_OR_(ftell(omprpc_host_stream_(f)), -1L);
-  if (!omprpc_stream_open_(f, OMPRPC_OP_FTELL))
-    return -1L;
   return (long)omprpc_simple_(OMPRPC_OP_FTELL, (uintptr_t)f, 0, 0);
 }
 
 static inline int omprpc_fflush(omprpc_file *f) {
   OMPRPC_HOST_OR_(fflush(omprpc_host_stream_(f)), -1);
-  if (!omprpc_stream_open_(f, OMPRPC_OP_FFLUSH))
-    return -1;
   return (int)omprpc_simple_(OMPRPC_OP_FFLUSH, (uintptr_t)f, 0, 0);
 }
 
@@ -633,8 +614,6 @@ static inline int omprpc_feof(omprpc_file *f) {
   if (!f)
     return 0;
   OMPRPC_HOST_OR_(feof(omprpc_host_stream_(f)), 0);
-  if (!omprpc_stream_open_(f, OMPRPC_OP_FEOF))
-    return 0;
   return (int)omprpc_simple_(OMPRPC_OP_FEOF, (uintptr_t)f, 0, 0);
 }
 
@@ -642,8 +621,6 @@ static inline int omprpc_ferror(omprpc_file *f) {
   if (!f)
     return 1;
   OMPRPC_HOST_OR_(ferror(omprpc_host_stream_(f)), 1);
-  if (!omprpc_stream_open_(f, OMPRPC_OP_FERROR))
-    return 1;
   return (int)omprpc_simple_(OMPRPC_OP_FERROR, (uintptr_t)f, 0, 0);
 }
 
@@ -1045,8 +1022,19 @@ static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, 
 }
 
 #if !OMPRPC_GPU_
-/* Without a server, on the host: print each conversion with the host's own printf. */
+/* Without a server, on the host: print each conversion with the host's own printf, holding the
+ * stream's lock for the whole call, so that the call is one write to other threads (stdio's own calls
+ * inside take the lock recursively), as a printf is. */
+static inline int omprpc_host_printf_locked_(FILE *stream, const char *format, const omprpc_arg *args,
+                                             uint32_t count);
 static inline int omprpc_host_printf_(FILE *stream, const char *format, const omprpc_arg *args, uint32_t count) {
+  flockfile(stream);
+  int written = omprpc_host_printf_locked_(stream, format, args, count);
+  funlockfile(stream);
+  return written;
+}
+static inline int omprpc_host_printf_locked_(FILE *stream, const char *format, const omprpc_arg *args,
+                                             uint32_t count) {
   omprpc_spec_ spec;
   int total = 0;
   uint32_t next = 0;
@@ -1125,8 +1113,6 @@ static inline int omprpc_format_args_(omprpc_file *f, const omprpc_arg *args, ui
     return -1;
   char small[128]; /* GPU stacks are small */
 #endif
-  if (!omprpc_stream_open_(f, OMPRPC_OP_PRINTF_TO_STREAM))
-    return -1;
   uint64_t need = omprpc_pack_(format, args, count, small, sizeof small);
   char *packed = small;
   if (need > sizeof small) {

@@ -25,3 +25,6 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 sh "$(dirname "$0")/setup-gpu-toolchains.sh"
+
+# LLVM libc 19.1.7's own RPC client and GPU stdio, which the tests build device code from.
+sh "$(dirname "$0")/fetch-libc-source.sh" >/dev/null

@@ -136,7 +136,45 @@ fn nvptx_client_code_uses_system_scope_atomics_and_warp_primitives() {
         ] {
             assert!(ptx.contains(needle), "{arch}: no {needle} in the client's PTX");
         }
+        outbox_stores_are_fenced_by_every_lane(&ptx, arch);
     }
+}
+
+/// The client's only volatile 32-bit stores are the flips of a port's outbox. As in LLVM libc's client,
+/// every lane that stores one first orders its own packet writes with a system-scope fence, so no lane
+/// relies on `bar.warp.sync` to order its writes at system scope: walking back from each store, a
+/// `membar.sys` comes before any branch, label or predicated instruction; and the flips that follow a
+/// warp barrier do so in one straight block, run by every lane that passed it (when only the leader
+/// stored, every store sat behind a branch on the lane id: none followed the barrier directly).
+fn outbox_stores_are_fenced_by_every_lane(ptx: &str, arch: &str) {
+    let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+    let is_mark = |l: &&&str| {
+        ["membar.sys", "@", "bra", "$L", "bar.warp.sync"]
+            .iter()
+            .any(|m| l.starts_with(m))
+    };
+    let (mut stores, mut after_barrier) = (0, 0);
+    for (at, _) in lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("st.volatile.u32"))
+    {
+        stores += 1;
+        let mut marks = lines[..at].iter().rev().filter(is_mark);
+        let fence = marks.next().copied().unwrap_or("the start of the file");
+        assert!(
+            fence.starts_with("membar.sys"),
+            "{arch}: the outbox store on PTX line {} has no fence in its own block (first found walking \
+             back: {fence})",
+            at + 1
+        );
+        after_barrier += usize::from(marks.next().is_some_and(|l| l.starts_with("bar.warp.sync")));
+    }
+    assert!(stores >= 4, "{arch}: the client flips outboxes ({stores} stores found)");
+    assert!(
+        after_barrier * 2 > stores,
+        "{arch}: only {after_barrier} of {stores} outbox stores follow the warp barrier in every lane"
+    );
 }
 
 /// AMDGPU device code in LLVM IR: atomics and fences without a narrower `syncscope` are system-scope.

@@ -29,8 +29,8 @@ fn checked_in_header_matches_the_api() {
 
 /// The device header's client structures have the layout of LLVM libc 19.1's client object (552 bytes,
 /// as the server reports) and of the mailbox the plugin describes in `rpc::mailbox`, so that the server,
-/// the simulated warp and the header agree on one layout; its libc opcodes are libc 19.1's, and its
-/// stream opcodes the ones the plugin serves.
+/// the simulated warp and the header agree on one layout; its libc opcodes are libc 19.1's, and it
+/// exports its lane count under the name the plugin reads.
 #[cfg(feature = "rpc")]
 #[test]
 fn the_device_header_has_the_mailbox_layout() {
@@ -71,7 +71,11 @@ fn the_device_header_has_the_mailbox_layout() {
         compared += 1;
     }
     assert_eq!(compared, 21);
-    use omprpc::rpc::streams::{OPCODE_CHECK, OPCODE_CLOSE, OPCODE_OPEN};
-    let streams = format!("streams {OPCODE_OPEN} {OPCODE_CLOSE} {OPCODE_CHECK}\n");
-    assert!(opcodes.ends_with(&streams), "{opcodes}");
+    assert!(opcodes.ends_with("lanes 1\n"), "{opcodes}");
+    let header = std::fs::read_to_string(root.join("include/omprpc_device.h")).unwrap();
+    let lanes = omprpc::plugin::rpc_link::LANES_SYMBOL.to_str().unwrap();
+    assert!(
+        header.contains(&format!("uint32_t {lanes} = OMPRPC_LANES;")),
+        "the header exports {lanes}"
+    );
 }

@@ -122,16 +122,16 @@ fn info_reports_the_rpc_server() {
     let stderr = &out.stderr;
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("omprpc device 0 info: host services ready: 4096 RPC ports of 1 lane(s)"),
+        stderr.contains("omprpc device 0 info: host services ready for the image: 4096 RPC ports of 1 lane(s)"),
         "{stderr}"
     );
 }
 
-/// Two images on one device (the program's and a shared library's) calling the host at once: they
-/// must share one client, or their port locks would not exclude each other and calls would be lost
-/// or garbled.
+/// Two images on one device (the program's and a shared library's) calling the host at once: each has
+/// a client object of its own, with its own port locks, so each must have ports of its own (a server
+/// of its own), or calls would be lost or garbled.
 #[test]
-fn two_images_on_one_device_share_the_client() {
+fn two_images_on_one_device_call_at_once_through_servers_of_their_own() {
     support::require_toolchain();
     let dir = support::scratch().join("two_images");
     std::fs::create_dir_all(&dir).unwrap();
@@ -178,9 +178,11 @@ fn two_images_on_one_device_share_the_client() {
         "two images: {stderr}"
     );
     assert_eq!(
-        stderr.matches("host services ready").count(),
-        1,
-        "one server for the device: {stderr}"
+        stderr
+            .matches("omprpc device 0 info: host services ready for the image")
+            .count(),
+        2,
+        "a server for each image: {stderr}"
     );
     for who in ["library", "program"] {
         let mut seen = BTreeSet::new();
@@ -196,14 +198,15 @@ fn two_images_on_one_device_share_the_client() {
 
 /// The device header's warp code (leader election, one packet per lane, byte strings and printf
 /// strings of different lengths per lane) run on the host: the threads of a parallel region play the
-/// 32 or 64 lanes of a warp, against a host device whose server has as many lanes.
+/// 32 or 64 lanes of a warp. The image exports its lane count, and its server gets as many lanes,
+/// whatever the host device's default (`OMPRPC_HOST_RPC_LANES`) is.
 #[test]
 fn a_simulated_warp_runs_the_gpu_client_code_through_the_plugin() {
-    for lanes in [32usize, 64] {
+    for (lanes, device_lanes) in [(32usize, None), (64, None), (32, Some("32")), (64, Some("1"))] {
         let define = format!("-DOMPRPC_SIMULATED_LANES={lanes}");
         let exe = support::build_program_with("rpc_simulated_warp.c", &[&define]);
-        let lanes_text = lanes.to_string();
-        let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_HOST_RPC_LANES", &lanes_text)]);
+        let env: Vec<(&str, &str)> = device_lanes.map(|l| ("OMPRPC_HOST_RPC_LANES", l)).into_iter().collect();
+        let out = run_text(&exe, &[], Plugin::Ours, &env);
         assert!(out.status.success(), "{lanes} lanes: {}\n{}", out.status, out.stderr);
         check_ours_ran(&out.stderr).unwrap();
         let mut expected = String::new();
@@ -219,9 +222,32 @@ fn a_simulated_warp_runs_the_gpu_client_code_through_the_plugin() {
         }
         expected.push_str(&format!("lanes {lanes}, rpc 1\n"));
         expected.push_str(&results);
-        assert_eq!(out.stdout, expected, "{lanes} lanes");
+        assert_eq!(out.stdout, expected, "{lanes} lanes, device default {device_lanes:?}");
         assert!(!out.stderr.contains("omprpc error"), "{}", out.stderr);
     }
+}
+
+/// An image built with the default (1-lane) header on a host device whose default lane count is 32
+/// (`OMPRPC_HOST_RPC_LANES=32`, which crashed the program when the server took the device's lanes):
+/// the image's own lane count decides.
+#[test]
+fn an_image_is_served_with_the_lane_count_it_was_built_for() {
+    let exe = build_program("rpc_services.c");
+    let expected = std::fs::read_to_string(support::root().join("c_tests/rpc_services.expected")).unwrap();
+    let out = run_text(
+        &exe,
+        &[],
+        Plugin::Ours,
+        &[("OMPRPC_HOST_RPC_LANES", "32"), ("LIBOMPTARGET_INFO", "16")],
+    );
+    assert!(out.status.success(), "{}\n{}", out.status, out.stderr);
+    assert_eq!(out.stdout, expected);
+    assert!(
+        out.stderr
+            .contains("host services ready for the image: 16 RPC ports of 1 lane(s)"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// A child forked after the parent offloaded with host services offloads too: its host calls are
@@ -247,4 +273,29 @@ fn a_forked_child_is_served() {
     // The stock plugin has no host services (the header's host fallback prints): the same lines.
     let stock = run_text(&exe, &[], Plugin::Stock, &[]);
     assert_eq!(stock.stdout, expected, "under the stock plugin");
+}
+
+/// Without a server (the stock plugin), `omprpc_printf` prints with the host's stdio; each call is one
+/// locked write, so lines from 8 host threads at once stay whole.
+#[test]
+fn fallback_printf_lines_from_many_threads_stay_whole() {
+    let exe = build_program("printf_fallback.c");
+    let out = run_text(&exe, &["2000"], Plugin::Stock, &[]);
+    assert!(out.status.success(), "{}\n{}", out.status, out.stderr);
+    support::check_stock_ran(&out.stderr).unwrap();
+    let mut seen = BTreeSet::new();
+    for line in out.stdout.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        let parsed = match words[..] {
+            ["thread", t, "call", i, "value", v, "text", "abcdefghijklmnop", "x", "end"] => t
+                .parse::<u32>()
+                .ok()
+                .zip(i.parse::<u32>().ok())
+                .filter(|&(_, i)| v == format!("{:.1}", f64::from(i) * 0.5)),
+            _ => None,
+        };
+        let key = parsed.unwrap_or_else(|| panic!("a broken line: {line:?}"));
+        assert!(seen.insert(key), "{line:?} twice");
+    }
+    assert_eq!(seen.len(), 8 * 2000, "every line, whole");
 }

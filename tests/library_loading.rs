@@ -106,13 +106,13 @@ fn the_plugin_is_linked_nodelete() {
     assert!(flags.contains("NODELETE"), "FLAGS_1 lacks NODELETE: {text}");
 }
 
-/// Two libraries with host services share their device's one RPC client object; it belongs to the
-/// device's server, not to the first image, so closing the library loaded first leaves the other one
-/// served, and a library loaded where a closed one was gets a working client too.
+/// Two libraries with host services on one device: each image has its client object and its server,
+/// so closing the library loaded first leaves the other one served, and a library loaded where a
+/// closed one was gets a working client of its own.
 #[test]
 fn libraries_with_host_services_outlive_each_other() {
     let one = build_library("two_services/library.c", &["-DLIBRARY_ID=1"], "libservices1.so");
-    // A different size, so that the second image's client object would not sit where the first's did.
+    // A different size, so that the second image's client object does not sit where the first's did.
     let two = build_library(
         "two_services/library.c",
         &["-DLIBRARY_ID=2", "-DPADDING=65536"],

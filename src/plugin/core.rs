@@ -210,6 +210,19 @@ impl<B: Backend> Core<B> {
         })
     }
 
+    /// Copies device bytes to the host and waits, for the core's own reads (the RPC client pointer).
+    #[cfg(feature = "rpc")]
+    pub(super) fn read_device(&self, device: &Device<B>, dst: &mut [u8], src: *mut c_void) -> Result<()> {
+        self.with_queue(device, QueueSource::Local, |slot| {
+            // SAFETY: `src` is a device address of at least `dst.len()` bytes (the caller's symbol),
+            // and `dst` outlives the local queue, which is waited for before this returns.
+            unsafe {
+                self.backend
+                    .copy_to_host(device.index, dst.as_mut_ptr().cast(), src, dst.len(), &slot.queue)
+            }
+        })
+    }
+
     /// The backend, for the RPC wiring.
     pub(super) fn backend(&self) -> &'static B {
         self.backend
@@ -238,8 +251,8 @@ impl<B: Backend> Core<B> {
         let limits = *device.limits()?;
         let module = self.backend.load_module(device.index, bytes)?;
         let elf_image = elf::Image::parse(bytes);
-        let resolved = match self.prepare(device, &module, elf_image.as_ref(), entries, &limits) {
-            Ok(resolved) => resolved,
+        let (resolved, services) = match self.prepare(device, &module, elf_image.as_ref(), entries, &limits) {
+            Ok(prepared) => prepared,
             Err(e) => {
                 if let Err(unload) = self.backend.unload_module(device.index, module) {
                     log::device_info(device.index, format_args!("unloading a failed image: {unload}"));
@@ -268,6 +281,7 @@ impl<B: Backend> Core<B> {
             addresses: resolved.addresses,
             kernels: resolved.kernels,
             module,
+            services,
         });
         Ok(LoadedEntries {
             addresses,
@@ -284,7 +298,7 @@ impl<B: Backend> Core<B> {
         elf_image: Option<&elf::Image>,
         entries: &[HostEntry],
         limits: &crate::backend::DeviceLimits,
-    ) -> Result<image::Resolved<B>> {
+    ) -> Result<(image::Resolved<B>, rpc_link::ImageServices)> {
         match image::device_environment_target(self.backend, device.index, module)
             .context(|| "looking up the device environment")?
         {
@@ -311,12 +325,13 @@ impl<B: Backend> Core<B> {
             limits,
             &self.config,
         )?;
-        rpc_link::attach(self, device, module)?;
-        Ok(resolved)
+        let services = rpc_link::attach(self, device, module, elf_image)?;
+        Ok((resolved, services))
     }
 
     /// Unloads one image: its kernels leave the kernel map first, so that a stale entry address is
-    /// refused rather than launched.
+    /// refused rather than launched, and its RPC server goes before its module (whose memory holds
+    /// the server's client). Tries both; returns the first failure.
     fn unload(&self, device: &Device<B>, image: LoadedImage<B>) -> Result<()> {
         {
             let mut kernels = write(&device.kernels);
@@ -324,7 +339,9 @@ impl<B: Backend> Core<B> {
                 kernels.remove(&(kernel as *const _ as usize));
             }
         }
-        self.backend.unload_module(device.index, image.module)
+        let detached = rpc_link::detach(device, image.services);
+        let unloaded = self.backend.unload_module(device.index, image.module);
+        detached.and(unloaded)
     }
 
     /// Waits for all outstanding work on every device.
@@ -340,8 +357,8 @@ impl<B: Backend> Core<B> {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Releases everything a device holds, in order: its RPC server, its images, cached and pinned
-    /// memory, its events and queues, then the device itself. Tries every step; returns the first
+    /// Releases everything a device holds, in order: its images (each with its RPC server), cached and
+    /// pinned memory, its events and queues, then the device itself. Tries every step; returns the first
     /// failure.
     fn teardown(&self, device: &Device<B>) -> Result<()> {
         let _lifecycle = lock(&device.lifecycle);
@@ -354,7 +371,6 @@ impl<B: Backend> Core<B> {
                 first_error.get_or_insert(e);
             }
         };
-        note(rpc_link::detach(device));
         let images = std::mem::take(&mut *lock(&device.images));
         for image in images {
             note(self.unload(device, image));

@@ -2,7 +2,7 @@
 //! and event pools, pinned ranges, memory manager and RPC server.
 
 use std::ffi::{c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use super::launch::KernelLimits;
@@ -103,6 +103,8 @@ pub struct LoadedImage<B: Backend> {
     pub kernels: Vec<&'static KernelRecord<B>>,
     /// The backend's module.
     pub module: B::Module,
+    /// Its host services (its own RPC server), if it asked for them.
+    pub services: super::rpc_link::ImageServices,
 }
 
 /// What the core remembers of an allocation.
@@ -152,11 +154,12 @@ pub struct Device<B: Backend> {
     pub pinned: PinnedRanges,
     /// Recycles small device allocations, when the backend asks for it.
     pub memory_manager: OnceLock<MemoryManager>,
-    /// The device's RPC server, made by the first image that asks for host services.
+    /// What the device's code gets from `malloc`, shared by the servers of all its images; made by
+    /// the first image that asks for host services.
     #[cfg(feature = "rpc")]
-    pub rpc: Mutex<Option<std::sync::Arc<crate::rpc::server::RpcServer>>>,
-    /// Whether `rpc` is set; read on every launch without the lock.
-    pub has_rpc: AtomicBool,
+    pub rpc_heap: OnceLock<std::sync::Arc<crate::rpc::server::DeviceHeap>>,
+    /// Loaded images with a server of their own; read on every launch without a lock.
+    pub rpc_images: AtomicUsize,
 }
 
 impl<B: Backend> Device<B> {
@@ -175,8 +178,8 @@ impl<B: Backend> Device<B> {
             pinned: PinnedRanges::default(),
             memory_manager: OnceLock::new(),
             #[cfg(feature = "rpc")]
-            rpc: Mutex::new(None),
-            has_rpc: AtomicBool::new(false),
+            rpc_heap: OnceLock::new(),
+            rpc_images: AtomicUsize::new(0),
         }
     }
 
@@ -204,7 +207,7 @@ impl<B: Backend> Device<B> {
 
     /// Whether kernels of this device may call the host.
     pub fn uses_rpc(&self) -> bool {
-        self.has_rpc.load(Ordering::Acquire)
+        self.rpc_images.load(Ordering::Acquire) > 0
     }
 
     /// The kernel whose table entry address is `addr`.

@@ -1,8 +1,31 @@
-//! Host services wired to devices: when an image that defines `__llvm_libc_rpc_client` is loaded, its
-//! device gets an RPC server (lanes and ports from the device's limits, the mailbox in host memory the
-//! device can reach, device `malloc` from device memory) and the image's client pointer is aimed at the
-//! device's one client object, which the server owns and all images of the device share so that their
-//! port locks agree and no image's unloading takes it away from the others.
+//! Host services wired to images, the way LLVM's plugins of 17–19 keep the `__llvm_libc_rpc_client`
+//! contract: the image defines an 8-byte pointer to a client object *of its own* (LLVM libc's
+//! `rpc_client.cpp` defines `static rpc::Client client` and points the symbol at it; every libc call
+//! then uses `client` itself, never the pointer). The plugin reads the pointer, checks that it names a
+//! writable object of that image big enough for a client, and copies libc's client bytes there. The
+//! pointer itself is never written, so device code that follows the pointer (`omprpc_device.h`) and
+//! device code that uses the object directly (LLVM libc) cannot be told apart.
+//!
+//! **One server per image.** A client object carries its own lock words (one bit per port), so two
+//! images whose clients described the same ports would both take port 0 and corrupt each other's
+//! calls. Each loaded image that asks for host services therefore gets a server of its own, with its
+//! own mailbox, rather than a slice of one device-wide mailbox. Chosen over slicing because:
+//! * forward progress needs a port for every device thread that may wait on one at once (the reason
+//!   the port count tracks the device's parallelism); a slice would divide that count between
+//!   images, and an image loaded later would have to take ports from ones already running;
+//! * the image's lane count decides the server's (a wave32 and a wave64 image on one AMD GPU, or a
+//!   host image built for a simulated warp), which a shared mailbox of one lane size cannot serve;
+//! * unloading an image shuts down exactly its server and frees exactly its mailbox, while the
+//!   device's other images keep calling their own (the problem of commit 1106072 cannot come back:
+//!   no image's client points into memory that another image owns), and the next image gets fresh
+//!   ports.
+//!
+//! The price is one more mailbox to scan per live image; for the one to three images a program has,
+//! one pass over an idle 64-port mailbox costs tens of nanoseconds (see the `rpc` benchmark).
+//!
+//! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::server::DeviceHeap`]),
+//! which every image's server shares, so memory that one library's code allocated may be freed by
+//! another's.
 
 #[cfg(feature = "rpc")]
 use std::ffi::c_void;
@@ -11,7 +34,13 @@ use super::device::Device;
 #[cfg(feature = "rpc")]
 use crate::backend::AllocKind;
 use crate::backend::Backend;
+use crate::util::elf;
 use crate::util::error::Result;
+
+/// The symbol through which `omprpc_device.h` says how many lanes share a port in the image's code
+/// (a `uint32_t`: 1 on the host, the warp or wavefront size on a GPU). LLVM libc's client exports no
+/// such symbol; its images get the device's lane size.
+pub const LANES_SYMBOL: &std::ffi::CStr = c"__omprpc_rpc_lanes";
 
 /// The memory of one device as the RPC server needs it, through the backend's hooks.
 #[cfg(feature = "rpc")]
@@ -53,83 +82,193 @@ impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
     }
 }
 
-/// Forgets the device's server (if any) after taking it out of service and shutting it down.
-#[cfg(feature = "rpc")]
-pub fn detach<B: Backend>(device: &Device<B>) -> Result<()> {
-    use std::sync::atomic::Ordering;
-    let server = crate::util::sync::lock(&device.rpc).take();
-    device.has_rpc.store(false, Ordering::Release);
-    match server {
-        Some(server) => {
-            crate::rpc::registry::remove_server(&server)?;
-            server.shutdown()
+/// The host services of one loaded image: its server, when the image asked for one.
+#[derive(Default)]
+pub struct ImageServices {
+    #[cfg(feature = "rpc")]
+    server: Option<std::sync::Arc<crate::rpc::server::RpcServer>>,
+}
+
+impl ImageServices {
+    /// Whether the image's code is served.
+    pub fn is_served(&self) -> bool {
+        #[cfg(feature = "rpc")]
+        {
+            self.server.is_some()
         }
-        None => Ok(()),
+        #[cfg(not(feature = "rpc"))]
+        {
+            false
+        }
     }
+}
+
+/// Takes an image's server out of service and shuts it down; the device stops counting the image
+/// among those whose kernels may call the host.
+#[cfg(feature = "rpc")]
+pub fn detach<B: Backend>(device: &Device<B>, services: ImageServices) -> Result<()> {
+    let Some(server) = services.server else {
+        return Ok(());
+    };
+    device.rpc_images.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    crate::rpc::registry::remove_server(&server)?;
+    server.shutdown()
 }
 
 /// Without host services there is never a server.
 #[cfg(not(feature = "rpc"))]
-pub fn detach<B: Backend>(_device: &Device<B>) -> Result<()> {
+pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Result<()> {
     Ok(())
 }
 
-/// Sets up host services for an image that defines `__llvm_libc_rpc_client`: the device's server (made
-/// by the first such image) and the image's client pointer. Images without the symbol are left alone.
+/// Reads the image's `__llvm_libc_rpc_client` pointer and checks where it points: at a writable object
+/// of the image that holds `client_size` bytes. Returns `None` when the image does not ask for host
+/// services.
 #[cfg(feature = "rpc")]
-pub fn attach<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, module: &B::Module) -> Result<()> {
-    use crate::rpc::{registry, server::RpcServer, CLIENT_SYMBOL};
+fn client_object<B: Backend>(
+    core: &super::core::Core<B>,
+    device: &Device<B>,
+    module: &B::Module,
+    elf_image: Option<&elf::Image>,
+    client_size: usize,
+) -> Result<Option<usize>> {
+    use crate::rpc::CLIENT_SYMBOL;
     use crate::util::error::{Context, Error};
-    use crate::util::log;
-    use std::sync::atomic::Ordering;
-    use std::sync::Arc;
-
-    let backend = core.backend();
-    let symbol = match backend.global(device.index, module, CLIENT_SYMBOL) {
+    let name = CLIENT_SYMBOL.to_string_lossy();
+    let symbol = match core.backend().global(device.index, module, CLIENT_SYMBOL) {
         Ok(symbol) => symbol,
-        Err(Error::MissingSymbol { .. }) => return Ok(()),
+        Err(Error::MissingSymbol { .. }) => return Ok(None),
         Err(e) => return Err(e.context("looking up the RPC client")),
     };
     if symbol.size != 8 {
         return Err(Error::BadImage(format!(
-            "{} has {} bytes; a pointer has 8",
-            CLIENT_SYMBOL.to_string_lossy(),
+            "{name} has {} bytes; LLVM libc's RPC client contract makes it an 8-byte pointer to the \
+             client object",
             symbol.size
         )));
     }
+    let mut pointer = [0u8; 8];
+    core.read_device(device, &mut pointer, symbol.addr)
+        .context(|| format!("reading {name}"))?;
+    let target = u64::from_le_bytes(pointer) as usize;
+    if target == 0 {
+        return Err(Error::BadImage(format!(
+            "{name} is a null pointer; it must point at the image's RPC client object"
+        )));
+    }
+    let inside = core
+        .backend()
+        .module_contains(device.index, module, elf_image, target, client_size)
+        .context(|| format!("checking where {name} points"))?;
+    if !inside {
+        return Err(Error::BadImage(format!(
+            "{name} points at {target:#x}, which is not a writable object of {client_size} bytes in the \
+             image; nothing was written there"
+        )));
+    }
+    Ok(Some(target))
+}
+
+/// The lane count the image's code was built for, when it says ([`LANES_SYMBOL`]).
+#[cfg(feature = "rpc")]
+fn image_lanes<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, module: &B::Module) -> Result<Option<u32>> {
+    use crate::util::error::{Context, Error};
+    let symbol = match core.backend().global(device.index, module, LANES_SYMBOL) {
+        Ok(symbol) if symbol.size == 4 => symbol,
+        Ok(symbol) => {
+            return Err(Error::BadImage(format!(
+                "{} has {} bytes; it is a 4-byte lane count",
+                LANES_SYMBOL.to_string_lossy(),
+                symbol.size
+            )))
+        }
+        Err(Error::MissingSymbol { .. }) => return Ok(None),
+        Err(e) => return Err(e.context("looking up the image's RPC lane count")),
+    };
+    let mut bytes = [0u8; 4];
+    core.read_device(device, &mut bytes, symbol.addr)
+        .context(|| "reading the image's RPC lane count")?;
+    Ok(Some(u32::from_le_bytes(bytes)))
+}
+
+/// Sets up host services for an image that defines `__llvm_libc_rpc_client`: a server of its own
+/// (its lane count the image's, else the device's), whose client bytes are copied to the object the
+/// image's pointer names. Images without the symbol are left alone. An image whose code was built
+/// for a lane count no server can serve is loaded without host services, and says so: its calls fail
+/// as with no server, instead of corrupting the mailbox.
+#[cfg(feature = "rpc")]
+pub fn attach<B: Backend>(
+    core: &super::core::Core<B>,
+    device: &Device<B>,
+    module: &B::Module,
+    elf_image: Option<&elf::Image>,
+) -> Result<ImageServices> {
+    use crate::rpc::mailbox::LANE_SIZES;
+    use crate::rpc::server::{DeviceHeap, RpcServer};
+    use crate::rpc::{ffi, registry};
+    use crate::util::error::Context;
+    use crate::util::log;
+    use std::sync::Arc;
+
+    // SAFETY: a pure function of the linked library.
+    let client_size = unsafe { ffi::rpc_get_client_size() } as usize;
+    let Some(target) = client_object(core, device, module, elf_image, client_size)? else {
+        return Ok(ImageServices::default());
+    };
     let limits = *device.limits()?;
-    let mut slot = crate::util::sync::lock(&device.rpc);
-    let server = match &*slot {
-        Some(server) => Arc::clone(server),
-        None => {
-            let ports = core.config().rpc_ports.unwrap_or(limits.rpc_ports);
-            let memory = Arc::new(BackendMemory::new(backend, device.index));
-            let server = RpcServer::new(device.index, ports, limits.lane_size, memory)
-                .context(|| format!("starting host services for device {}", device.index))?;
+    let lanes = match image_lanes(core, device, module)? {
+        Some(lanes) if LANE_SIZES.contains(&(lanes as usize)) => lanes,
+        Some(lanes) => {
+            log::error(format_args!(
+                "device {}: the image's device code was built for RPC ports of {lanes} lanes, which no \
+                 server serves (1, 32 or 64); its host calls will fail as with no server",
+                device.index
+            ));
+            return Ok(ImageServices::default());
+        }
+        None => limits.lane_size,
+    };
+    let ports = core.config().rpc_ports.unwrap_or(limits.rpc_ports);
+    let heap = Arc::clone(
+        device
+            .rpc_heap
+            .get_or_init(|| DeviceHeap::new(Arc::new(BackendMemory::new(core.backend(), device.index)))),
+    );
+    let server = RpcServer::with_heap(device.index, ports, lanes, heap)
+        .context(|| format!("starting host services for device {}", device.index))?;
+    let published = core
+        .write_device(device, target as *mut c_void, &server.client_bytes())
+        .context(|| format!("writing the RPC client of device {}", device.index))
+        .and_then(|()| registry::add_server(Arc::clone(&server)));
+    if let Err(e) = published {
+        if let Err(shutdown) = server.shutdown() {
             log::device_info(
                 device.index,
-                format_args!(
-                    "host services ready: {} RPC ports of {} lane(s)",
-                    server.ports(),
-                    server.lane_size()
-                ),
+                format_args!("shutting down a server not used: {shutdown}"),
             );
-            *slot = Some(Arc::clone(&server));
-            server
         }
-    };
-    let client = server.client_object(|address, bytes| core.write_device(device, address as *mut c_void, bytes))?;
-    core.write_device(device, symbol.addr, &(client as u64).to_le_bytes())?;
-    if !device.uses_rpc() {
-        registry::add_server(Arc::clone(&server))?;
-        device.has_rpc.store(true, Ordering::Release);
+        return Err(e);
     }
-    Ok(())
+    device.rpc_images.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    log::device_info(
+        device.index,
+        format_args!(
+            "host services ready for the image: {} RPC ports of {} lane(s)",
+            server.ports(),
+            server.lane_size()
+        ),
+    );
+    Ok(ImageServices { server: Some(server) })
 }
 
 /// Without host services, an image that asks for them is loaded without a server, and says so.
 #[cfg(not(feature = "rpc"))]
-pub fn attach<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, module: &B::Module) -> Result<()> {
+pub fn attach<B: Backend>(
+    core: &super::core::Core<B>,
+    device: &Device<B>,
+    module: &B::Module,
+    _elf_image: Option<&elf::Image>,
+) -> Result<ImageServices> {
     if core
         .backend()
         .global(device.index, module, crate::rpc::CLIENT_SYMBOL)
@@ -140,5 +279,5 @@ pub fn attach<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, modul
             "the image asks for host services, but this omprpc was built without them (feature `rpc`)",
         );
     }
-    Ok(())
+    Ok(ImageServices::default())
 }

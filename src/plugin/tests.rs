@@ -151,7 +151,15 @@ impl Backend for FakeGpu {
     fn load_module(&self, device: usize, image: &[u8]) -> Result<FakeModule> {
         let parsed = elf::Image::parse(image).ok_or_else(|| Error::BadImage("not ELF".into()))?;
         let mut globals = HashMap::new();
-        for name in [&b"__omp_rtl_device_environment"[..], b"counter", b"table"] {
+        let mut placed = Vec::new();
+        for name in [
+            &b"__omp_rtl_device_environment"[..],
+            b"counter",
+            b"table",
+            b"__llvm_libc_rpc_client",
+            b"client_object",
+            b"__omprpc_rpc_lanes",
+        ] {
             if let Some(symbol) = parsed.symbol(name) {
                 let size = symbol.size as usize;
                 let addr = self.device_alloc(size) as usize;
@@ -160,6 +168,19 @@ impl Backend for FakeGpu {
                     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, size) };
                 }
                 globals.insert(name.to_vec(), (addr, size));
+                placed.push((symbol.value, addr));
+            }
+        }
+        // A pointer global that holds another global's image address is relocated to that global's
+        // device copy, as a loader applies the relocation of `T *p = &object;`.
+        for (addr, size) in globals.values().copied().collect::<Vec<_>>() {
+            if size != 8 {
+                continue;
+            }
+            let value = read_device::<u64>(addr);
+            if let Some(&(_, target)) = placed.iter().find(|(image_address, _)| *image_address == value) {
+                // SAFETY: the fake's device memory is host memory; `addr` holds 8 bytes.
+                unsafe { std::ptr::write_unaligned(addr as *mut u64, target as u64) };
             }
         }
         self.world().note(format!("load {device}"));
@@ -782,4 +803,130 @@ fn unregistering_a_library_unloads_only_its_images() {
     assert!(!fresh.already_loaded, "an image at an old address is loaded afresh");
     let set: HashSet<usize> = fresh.addresses.iter().copied().collect();
     assert!(!set.contains(&gone.addresses[0]), "with new kernel records");
+}
+
+/// An image with host services as LLVM libc's client lays them out: `client_object` (the client, 552
+/// bytes) and `__llvm_libc_rpc_client` holding `pointer` (the object's image address when `None`),
+/// and a lane count when `lanes` says.
+#[cfg(feature = "rpc")]
+fn rpc_image(pointer: Option<u64>, lanes: Option<u32>) -> Vec<u8> {
+    let object_address = 0x1000u64; // the sample lays the first symbol out at 0x1000
+    let pointer = pointer.unwrap_or(object_address).to_le_bytes();
+    let lanes = lanes.map(u32::to_le_bytes);
+    let mut symbols: Vec<(&str, u64, &[u8])> = vec![
+        ("client_object", 0, &[0u8; 552]),
+        ("__llvm_libc_rpc_client", 0, &pointer),
+        ("counter", 0, &[0u8; 4]),
+    ];
+    if let Some(lanes) = &lanes {
+        symbols.push(("__omprpc_rpc_lanes", 0, lanes));
+    }
+    elf::tests::sample(elf::EM_CUDA, &symbols)
+}
+
+/// The servers now in service whose mailbox the client object at `object` names.
+#[cfg(feature = "rpc")]
+fn server_of(object: usize) -> Option<Arc<crate::rpc::server::RpcServer>> {
+    let mailbox = read_device::<u64>(object + 8) as usize;
+    crate::rpc::registry::servers()
+        .iter()
+        .find(|s| s.mailbox_address() == mailbox && mailbox != 0)
+        .cloned()
+}
+
+/// LLVM's plugin contract: the client bytes go to the object the image's pointer names, the pointer
+/// is left alone, each image gets ports (a server) of its own, and unloading one image leaves the
+/// other's server in service.
+#[cfg(feature = "rpc")]
+#[test]
+fn each_image_gets_its_client_copied_to_its_own_object_and_a_server_of_its_own() {
+    let (core, _world) = fake(&[("OMPRPC_RPC_PORTS", "8")]);
+    core.init_device(0).unwrap();
+    let image = rpc_image(None, None);
+    let specs = entries(&[("__llvm_libc_rpc_client", 8), ("client_object", 552)]);
+    let first = core.load_image(0, 0x10_000, &image, &specs).unwrap();
+    let second = core.load_image(0, 0x20_000, &image, &specs).unwrap();
+    let mut servers = Vec::new();
+    for loaded in [&first, &second] {
+        let (pointer, object) = (loaded.addresses[0], loaded.addresses[1]);
+        assert_eq!(
+            read_device::<u64>(pointer) as usize,
+            object,
+            "the pointer still names the object"
+        );
+        assert_eq!(read_device::<u32>(object), 8, "the client knows its port count");
+        let server = server_of(object).expect("the object names a server's mailbox");
+        assert_eq!(
+            (server.ports(), server.lane_size()),
+            (8, 32),
+            "the device's lanes (a warp)"
+        );
+        servers.push(server);
+    }
+    assert_ne!(
+        servers[0].mailbox_address(),
+        servers[1].mailbox_address(),
+        "two images never share ports: each client has its own port locks"
+    );
+    let (first_object, second_object) = (first.addresses[1], second.addresses[1]);
+    drop(servers);
+    core.unregister_library(&[(0x10_000, 0x10_001)]).unwrap();
+    assert!(server_of(second_object).is_some(), "the other image is still served");
+    assert!(
+        !crate::rpc::registry::servers()
+            .iter()
+            .any(|s| s.mailbox_address() == read_device::<u64>(first_object + 8) as usize),
+        "the unloaded image's server is out of service"
+    );
+    assert!(core.deinit().unwrap());
+}
+
+#[cfg(feature = "rpc")]
+#[test]
+fn a_client_pointer_that_is_null_or_names_no_client_sized_object_fails_the_load() {
+    let (core, world) = fake(&[]);
+    core.init_device(0).unwrap();
+    let specs = entries(&[("counter", 4)]);
+    let null = core.load_image(0, 0x10_000, &rpc_image(Some(0), None), &specs);
+    let text = null.err().expect("a null client pointer").to_string();
+    assert!(text.contains("__llvm_libc_rpc_client is a null pointer"), "{text}");
+    // The image address of `counter` (4 bytes): inside the image, but no room for a client.
+    let small = core.load_image(0, 0x20_000, &rpc_image(Some(0x1000 + 552 + 8), None), &specs);
+    let text = small.err().expect("a pointer at a 4-byte object").to_string();
+    assert!(
+        text.contains("__llvm_libc_rpc_client points at") && text.contains("not a writable object of 552 bytes"),
+        "{text}"
+    );
+    assert!(
+        !world.lock().unwrap().log.iter().any(|l| l.starts_with("h2d 552")),
+        "no client bytes were written anywhere"
+    );
+    assert!(core.deinit().unwrap());
+}
+
+/// An image built for a lane count no server serves is loaded without host services (its calls fail
+/// as with no server) instead of corrupting a mailbox of another lane size.
+#[cfg(feature = "rpc")]
+#[test]
+fn an_image_built_for_an_impossible_lane_count_gets_no_server() {
+    let (core, _world) = fake(&[]);
+    core.init_device(0).unwrap();
+    let specs = entries(&[("__llvm_libc_rpc_client", 8), ("client_object", 552)]);
+    let loaded = core.load_image(0, 0x10_000, &rpc_image(None, Some(7)), &specs).unwrap();
+    assert_eq!(
+        read_device::<u32>(loaded.addresses[1]),
+        0,
+        "the client object stays empty: no ports"
+    );
+    let loaded = core
+        .load_image(0, 0x20_000, &rpc_image(None, Some(64)), &specs)
+        .unwrap();
+    let server = server_of(loaded.addresses[1]).expect("a 64-lane image is served");
+    assert_eq!(
+        server.lane_size(),
+        64,
+        "with the image's lane count, not the device's 32"
+    );
+    drop(server);
+    assert!(core.deinit().unwrap());
 }

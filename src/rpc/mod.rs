@@ -3,10 +3,11 @@
 //! every device.
 //!
 //! Device code reaches the host through a shared-memory mailbox ([`mailbox`]). A device image that
-//! wants host services defines `__llvm_libc_rpc_client`; when such an image is loaded, the core gives
-//! the device a server ([`server::RpcServer`]) and points the image's client at it; [`registry`] keeps
-//! the servers and the user handlers, and [`service`] serves every server while a kernel that may call
-//! the host is running. This module offers safe operations only; the C-callable side of user handlers
+//! wants host services defines `__llvm_libc_rpc_client`, a pointer to its client object; when such an
+//! image is loaded, the core gives it a server of its own ([`server::RpcServer`]) and copies the
+//! server's client to that object (`plugin::rpc_link`); [`registry`] keeps the servers and the user
+//! handlers, [`service`] serves every server while a kernel that may call the host is running, and
+//! [`streams`] checks every stream that libc's handlers pass to the host's C library. This module offers safe operations only; the C-callable side of user handlers
 //! lives in the ABI layer.
 
 pub mod ffi;

@@ -1,5 +1,5 @@
-//! One device's RPC server: owns libc's `rpc_device_t` and the shared mailbox, serves MALLOC and FREE
-//! through the device's allocator and device files through [`super::streams`], routes user opcodes to the handlers of [`super::registry`], and
+//! One server of a device: owns libc's `rpc_device_t` and the shared mailbox, serves MALLOC and FREE
+//! through the device's heap, routes user opcodes to the handlers of [`super::registry`], and
 //! turns a request nobody handles into a clear error instead of a hang.
 
 use std::cell::Cell;
@@ -12,7 +12,6 @@ use super::ffi::{self, opcode};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use super::port::{Finished, Port};
 use super::registry::Registered;
-use super::streams;
 use super::DeviceMemory;
 use crate::util::address_map::AddressSet;
 use crate::util::error::{Error, Result};
@@ -21,14 +20,20 @@ use crate::util::sync::{lock, read, write};
 use crate::util::{fault, log};
 
 thread_local! {
-    /// Set while this thread is inside `rpc_handle_server`. libc's server calls `exit` from the
-    /// serving thread for a device `exit`, so teardown code can ask this to avoid waiting on work
-    /// that will never finish.
-    static SERVING: Cell<bool> = const { Cell::new(false) };
+    /// The device whose requests this thread is serving, while it is inside `rpc_handle_server`.
+    /// libc's server calls `exit` from the serving thread for a device `exit`, so teardown code can
+    /// ask this to avoid waiting on work that will never finish; and the checks of what libc's
+    /// handlers pass to the host's C library name the device in their messages.
+    static SERVING: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
 /// Whether the calling thread is serving RPC right now (see [`SERVING`]).
 pub fn this_thread_is_serving() -> bool {
+    SERVING.with(Cell::get).is_some()
+}
+
+/// The device whose requests the calling thread is serving right now, if any.
+pub fn device_being_served() -> Option<usize> {
     SERVING.with(Cell::get)
 }
 
@@ -60,12 +65,29 @@ extern "C" fn device_exit(status: libc::c_int) -> ! {
     }
 }
 
-/// What the MALLOC and FREE callbacks need; boxed so that libc can hold a pointer to it.
-struct CallbackState {
-    device: usize,
+/// The memory a device's code gets from `malloc`, shared by the servers of all the device's images:
+/// a block that one image's code allocated may be freed by another's, and a bad `free` is refused
+/// whichever server sees it.
+pub struct DeviceHeap {
     memory: Arc<dyn DeviceMemory>,
     /// Blocks handed out by the device's `malloc`, so that a bad `free` is refused, not obeyed.
     blocks: Mutex<AddressSet>,
+}
+
+impl DeviceHeap {
+    /// A heap over `memory`, with nothing handed out yet.
+    pub fn new(memory: Arc<dyn DeviceMemory>) -> Arc<DeviceHeap> {
+        Arc::new(DeviceHeap {
+            memory,
+            blocks: Mutex::new(AddressSet::default()),
+        })
+    }
+}
+
+/// What the MALLOC and FREE callbacks need; boxed so that libc can hold a pointer to it.
+struct CallbackState {
+    device: usize,
+    heap: Arc<DeviceHeap>,
 }
 
 /// The RPC server of one device.
@@ -82,9 +104,6 @@ pub struct RpcServer {
     callbacks: Box<CallbackState>,
     /// Serving holds it shared; adding a callback to libc's (unlocked) map holds it exclusively.
     gate: RwLock<()>,
-    /// Device address of the client object that every image of the device points at, once made; in
-    /// device memory owned by the server, so that it outlives any one image.
-    client_object: Mutex<Option<usize>>,
     /// What libc's callback map points at for each user opcode installed here; owned by the server,
     /// which outlives its libc server's callbacks, so that nothing is leaked per server. libc holds
     /// their addresses, which must stay valid while the list grows.
@@ -140,9 +159,9 @@ unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
             // SAFETY: `data` is the server's `CallbackState`; `buffer` is a live packet of this port.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &mut *buffer) };
             let size = buffer.data[0] as usize;
-            let ptr = match state.memory.alloc(size.max(1)) {
+            let ptr = match state.heap.memory.alloc(size.max(1)) {
                 Ok(ptr) => {
-                    lock(&state.blocks).insert(ptr as usize);
+                    lock(&state.heap.blocks).insert(ptr as usize);
                     ptr
                 }
                 Err(e) => {
@@ -167,10 +186,10 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             if ptr == 0 {
                 return;
             }
-            let known = lock(&state.blocks).remove(&ptr);
+            let known = lock(&state.heap.blocks).remove(&ptr);
             if known {
-                // SAFETY: `ptr` was handed out by this server's MALLOC and not freed since.
-                if let Err(e) = unsafe { state.memory.free(ptr as *mut c_void) } {
+                // SAFETY: `ptr` was handed out by the device's MALLOC and not freed since.
+                if let Err(e) = unsafe { state.heap.memory.free(ptr as *mut c_void) } {
                     log::error(format_args!(
                         "device {}: free({ptr:#x}) from the device: {e}",
                         state.device
@@ -242,9 +261,16 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
 }
 
 impl RpcServer {
-    /// Creates the server of `device` with `ports` ports of `lane_size` lanes, its mailbox from
-    /// `memory`, MALLOC/FREE and every registered user opcode installed.
+    /// Creates a server of `device` with `ports` ports of `lane_size` lanes, its mailbox from
+    /// `memory`, and a device heap of its own; see [`RpcServer::with_heap`].
     pub fn new(device: usize, ports: u32, lane_size: u32, memory: Arc<dyn DeviceMemory>) -> Result<Arc<RpcServer>> {
+        RpcServer::with_heap(device, ports, lane_size, DeviceHeap::new(memory))
+    }
+
+    /// Creates a server of `device` with `ports` ports of `lane_size` lanes, its mailbox from the
+    /// heap's memory, MALLOC/FREE served from `heap` (which the device's other servers may share).
+    pub fn with_heap(device: usize, ports: u32, lane_size: u32, heap: Arc<DeviceHeap>) -> Result<Arc<RpcServer>> {
+        let memory = Arc::clone(&heap.memory);
         if ports == 0 || ports as usize > super::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
                 "{ports} RPC ports is not from 1 to {}",
@@ -277,11 +303,7 @@ impl RpcServer {
                 status,
             });
         };
-        let callbacks = Box::new(CallbackState {
-            device,
-            memory: Arc::clone(&memory),
-            blocks: Mutex::new(AddressSet::default()),
-        });
+        let callbacks = Box::new(CallbackState { device, heap });
         let server = Arc::new(RpcServer {
             device,
             raw,
@@ -295,18 +317,13 @@ impl RpcServer {
             memory,
             callbacks,
             gate: RwLock::new(()),
-            client_object: Mutex::new(None),
             user_opcodes: Mutex::new(Vec::new()),
             served_opcodes: Mutex::new(Vec::new()),
         });
         let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
-        let device_number = device as *mut c_void;
         let registered = server
             .register(opcode::MALLOC, serve_malloc, state)
-            .and_then(|()| server.register(opcode::FREE, serve_free, state))
-            .and_then(|()| server.register(streams::OPCODE_OPEN, streams::serve_open_callback, device_number))
-            .and_then(|()| server.register(streams::OPCODE_CLOSE, streams::serve_close_callback, device_number))
-            .and_then(|()| server.register(streams::OPCODE_CHECK, streams::serve_check_callback, device_number));
+            .and_then(|()| server.register(opcode::FREE, serve_free, state));
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();
@@ -364,7 +381,8 @@ impl RpcServer {
         self.layout
     }
 
-    /// The 552-byte client object to copy to the device, pointing at this server's mailbox.
+    /// The client object (552 bytes in libc 19) to copy to where an image's `__llvm_libc_rpc_client`
+    /// points, so that the image's calls reach this server's mailbox.
     pub fn client_bytes(&self) -> Vec<u8> {
         // SAFETY: `raw` is a live server; the size comes from the same library.
         unsafe {
@@ -372,26 +390,6 @@ impl RpcServer {
             let ptr = ffi::rpc_get_client_buffer(self.raw).cast::<u8>();
             std::slice::from_raw_parts(ptr, size).to_vec()
         }
-    }
-
-    /// Device address of the client object that the device's images share (their
-    /// `__llvm_libc_rpc_client` points at it, so that their port locks agree). The first call allocates
-    /// it in device memory and has `write(address, bytes)` copy the client bytes there; the server frees
-    /// it at shutdown, so it outlives every image, whichever is unloaded first.
-    pub fn client_object(&self, write: impl FnOnce(usize, &[u8]) -> Result<()>) -> Result<usize> {
-        let mut slot = lock(&self.client_object);
-        if let Some(address) = *slot {
-            return Ok(address);
-        }
-        let bytes = self.client_bytes();
-        let address = self.memory.alloc(bytes.len())?;
-        if let Err(e) = write(address as usize, &bytes) {
-            // SAFETY: `address` came from `alloc` just above and nothing else has seen it.
-            let _ = unsafe { self.memory.free(address) };
-            return Err(e);
-        }
-        *slot = Some(address as usize);
-        Ok(address as usize)
     }
 
     fn mailbox_word(&self, offset: usize) -> u32 {
@@ -435,10 +433,10 @@ impl RpcServer {
         self.prefetch_request(first);
         let status = {
             let _shared = read(&self.gate);
-            SERVING.with(|s| s.set(true));
+            SERVING.with(|s| s.set(Some(self.device)));
             // SAFETY: `raw` is a live server; libc serializes ports with its own locks.
             let status = unsafe { ffi::rpc_handle_server(self.raw) };
-            SERVING.with(|s| s.set(false));
+            SERVING.with(|s| s.set(None));
             status
         };
         match status {
@@ -477,14 +475,6 @@ impl RpcServer {
     pub fn shutdown(self: Arc<Self>) -> Result<()> {
         let server = Arc::try_unwrap(self).map_err(|_| Error::InvalidArg("the RPC server is still in use".into()))?;
         let memory = Arc::clone(&server.memory);
-        let mut first_error = None;
-        if let Some(client) = lock(&server.client_object).take() {
-            // SAFETY: the client object came from `memory.alloc` in `client_object`; with the last
-            // reference to the server gone, no image of the device is being served any more.
-            if let Err(e) = unsafe { memory.free(client as *mut c_void) } {
-                first_error = Some(e);
-            }
-        }
         let mut release = MailboxRelease { memory, result: Ok(()) };
         // SAFETY: no other reference to the server exists, so nothing serves it; `free_mailbox`
         // matches the callback type and `release` outlives the call.
@@ -492,10 +482,7 @@ impl RpcServer {
             ffi::rpc_server_shutdown(server.raw, free_mailbox, (&mut release as *mut MailboxRelease).cast())
         });
         check("rpc_server_shutdown", status)?;
-        match first_error {
-            Some(e) => Err(e),
-            None => release.result,
-        }
+        release.result
     }
 }
 

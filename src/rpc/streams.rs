@@ -1,36 +1,31 @@
-//! Files that device code opens, closes and names, served by the plugin instead of libc's server.
+//! The host's C streams as device code reaches them, checked whatever client sent the request.
 //!
 //! libc's server takes a stream as a raw `FILE *` from the device and hands it to the host's C library:
 //! a device `fclose` twice, or a stream used after `fclose` or made up, frees or reads freed memory and
-//! kills the host process. So the device header opens and closes files through the plugin's own opcodes
-//! and asks before each call on a file stream whether the host has it open ([`OPCODE_CHECK`]); only
-//! then does libc's server see the pointer. A stream the device closes is not freed: `freopen` turns it
-//! into a read-only `/dev/null` stream, a *retired* stream, which the next `fopen` of any device reuses.
-//! Every `FILE *` a device ever got therefore stays a live object for the rest of the process, and a
-//! call racing with an `fclose` of its stream reaches a harmless stream instead of freed memory (or, as
-//! with a reused file descriptor, the file opened after it). The number of `FILE` objects is the most
-//! files the devices ever had open at once.
+//! kills the host process. LLVM libc's own client sends `OPEN_FILE`, `CLOSE_FILE` and the stream
+//! opcodes straight to that server, so the check cannot rely on the client asking first. Instead, the
+//! plugin's link routes every stdio call of libc's server through this module (`--wrap` for each
+//! function the server calls, see `build.rs`): `fopen` records the stream it hands to the device,
+//! every other call goes through only for a stream the device has open (or the host's stdin, stdout,
+//! stderr, or `NULL` where C allows it), and otherwise fails as C's function fails (`EOF`, 0, -1,
+//! `NULL`) with one error line naming the device, the call and the stream.
+//!
+//! A stream the device closes is not freed: `freopen` turns it into a read-only `/dev/null` stream, a
+//! *retired* stream, which the next `fopen` of any device reuses. Every `FILE *` a device ever got
+//! therefore stays a live object for the rest of the process, and a call racing with an `fclose` of its
+//! stream reaches a harmless stream instead of freed memory (or, as with a reused file descriptor, the
+//! file opened after it). The number of `FILE` objects is the most files the devices ever had open at
+//! once.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 use std::hash::BuildHasherDefault;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
-use super::port::{Packet, Port};
-use super::{ffi, ffi::opcode};
+use libc::FILE;
+
 use crate::util::address_map::AddressSet;
 use crate::util::log;
 use crate::util::sync::lock;
-
-/// `fopen`: the device sends the path as a byte string and the mode in a packet, and receives the
-/// stream (0 on failure), as with libc's own `OPEN_FILE`.
-pub const OPCODE_OPEN: u16 = 0x7f00;
-/// `fclose`: the device sends the stream and receives 0, or `EOF` for a stream that is not open or
-/// whose buffered data could not be written.
-pub const OPCODE_CLOSE: u16 = 0x7f01;
-/// Before a call on a file stream: the device sends the stream and the opcode of the call it is about
-/// to make, and receives 1 if the host has that stream open, 0 (and an error message) if not.
-pub const OPCODE_CHECK: u16 = 0x7f02;
 
 /// Every stream handed to a device, by address.
 struct Streams {
@@ -48,298 +43,462 @@ static STREAMS: Mutex<Streams> = Mutex::new(Streams {
 const DEV_NULL: &CStr = c"/dev/null";
 const READ: &CStr = c"r";
 
+/// The C library's own stdio functions, looked up in the process's global scope (the program and the
+/// C library; the plugin is loaded with local scope, so its wrapped names are not there), for the
+/// checks to call in a link where the names themselves lead back to the checks.
+struct Stdio {
+    fopen: unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE,
+    fwrite: unsafe extern "C" fn(*const c_void, usize, usize, *mut FILE) -> usize,
+    fwrite_unlocked: unsafe extern "C" fn(*const c_void, usize, usize, *mut FILE) -> usize,
+    fread: unsafe extern "C" fn(*mut c_void, usize, usize, *mut FILE) -> usize,
+    fgets: unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char,
+    fseek: unsafe extern "C" fn(*mut FILE, c_long, c_int) -> c_int,
+    ftell: unsafe extern "C" fn(*mut FILE) -> c_long,
+    fflush: unsafe extern "C" fn(*mut FILE) -> c_int,
+    feof: unsafe extern "C" fn(*mut FILE) -> c_int,
+    ferror: unsafe extern "C" fn(*mut FILE) -> c_int,
+    clearerr: unsafe extern "C" fn(*mut FILE),
+    ungetc: unsafe extern "C" fn(c_int, *mut FILE) -> c_int,
+    flockfile: unsafe extern "C" fn(*mut FILE),
+    funlockfile: unsafe extern "C" fn(*mut FILE),
+}
+
+static STDIO: LazyLock<Stdio> = LazyLock::new(|| {
+    let global = libloading::os::unix::Library::this();
+    macro_rules! real {
+        ($name:ident) => {
+            // SAFETY: the C library's function of that name, with the C type the field declares.
+            *unsafe { global.get(concat!(stringify!($name), "\0").as_bytes()) }
+                .unwrap_or_else(|e| panic!("the C library has no {}: {e}", stringify!($name)))
+        };
+    }
+    Stdio {
+        fopen: real!(fopen),
+        fwrite: real!(fwrite),
+        fwrite_unlocked: real!(fwrite_unlocked),
+        fread: real!(fread),
+        fgets: real!(fgets),
+        fseek: real!(fseek),
+        ftell: real!(ftell),
+        fflush: real!(fflush),
+        feof: real!(feof),
+        ferror: real!(ferror),
+        clearerr: real!(clearerr),
+        ungetc: real!(ungetc),
+        flockfile: real!(flockfile),
+        funlockfile: real!(funlockfile),
+    }
+});
+
+extern "C" {
+    static stdin: *mut FILE;
+    static stdout: *mut FILE;
+    static stderr: *mut FILE;
+}
+
+/// Whether `stream` is one the host's C library may be handed for the device: one of the device's
+/// open files, or the host's standard streams.
+fn usable(stream: *mut FILE) -> bool {
+    // SAFETY: reading the C library's standard stream pointers.
+    let standard = unsafe { [stdin, stdout, stderr] };
+    standard.contains(&stream) || lock(&STREAMS).open.contains(&(stream as usize))
+}
+
+/// What a refused write was, as the device saw it: libc's server writes every stream output with
+/// `fwrite`.
+const WRITE: &str = "fwrite, fputs or fprintf";
+
+/// Says once per call that `call` was refused a stream the device does not have open.
+fn refuse(call: &str, stream: *mut FILE) {
+    let device = super::server::device_being_served().map_or_else(|| "a device".to_string(), |d| format!("device {d}"));
+    log::error(format_args!(
+        "{device}: {call} on stream {:#x} that the device does not have open (closed already, or never \
+         returned by fopen); the call failed",
+        stream as usize
+    ));
+}
+
 /// Opens `path` with `mode` for a device, reusing a retired stream when there is one.
-fn open(path: &CStr, mode: &CStr) -> usize {
+///
+/// # Safety
+/// `path` and `mode` are NUL-terminated strings.
+unsafe fn open(path: *const c_char, mode: *const c_char) -> *mut FILE {
     let reusable = lock(&STREAMS).retired.pop();
     let stream = match reusable {
         Some(retired) => {
             // SAFETY: `retired` is a live FILE (streams are never freed); freopen closes what it has
-            // open and opens `path` in the same object. Both strings are NUL-terminated.
-            let reopened = unsafe { libc::freopen(path.as_ptr(), mode.as_ptr(), retired as *mut libc::FILE) };
+            // open and opens `path` in the same object. Both strings are NUL-terminated (contract).
+            let reopened = unsafe { libc::freopen(path, mode, retired as *mut FILE) };
             if reopened.is_null() {
                 // glibc leaves the object closed but valid when freopen fails; make it a retired
                 // stream again (a failure here leaves it closed, which is just as harmless).
                 // SAFETY: as above.
-                unsafe { libc::freopen(DEV_NULL.as_ptr(), READ.as_ptr(), retired as *mut libc::FILE) };
+                unsafe { libc::freopen(DEV_NULL.as_ptr(), READ.as_ptr(), retired as *mut FILE) };
                 lock(&STREAMS).retired.push(retired);
-                return 0;
+                return std::ptr::null_mut();
             }
-            retired
+            retired as *mut FILE
         }
-        // SAFETY: both strings are NUL-terminated.
-        None => unsafe { libc::fopen(path.as_ptr(), mode.as_ptr()) as usize },
+        // SAFETY: both strings are NUL-terminated (contract).
+        None => unsafe { (STDIO.fopen)(path, mode) },
     };
-    if stream != 0 {
-        lock(&STREAMS).open.insert(stream);
+    if !stream.is_null() {
+        lock(&STREAMS).open.insert(stream as usize);
     }
     stream
 }
 
-/// What became of a device's `fclose`.
-#[derive(Debug, PartialEq, Eq)]
-enum Closed {
-    /// Closed, with everything written.
-    Done,
-    /// Closed, but buffered data could not be written.
-    Unflushed,
-    /// The device did not have it open.
-    NotOpen,
-}
-
-/// Closes a device's stream.
-fn close(stream: usize) -> Closed {
-    if !lock(&STREAMS).open.remove(&stream) {
-        return Closed::NotOpen;
+/// Closes a device's stream: 0, or `EOF` when buffered data could not be written or the device did not
+/// have it open.
+fn close(stream: *mut FILE) -> c_int {
+    if !lock(&STREAMS).open.remove(&(stream as usize)) {
+        refuse("fclose", stream);
+        return libc::EOF;
     }
-    let file = stream as *mut libc::FILE;
-    // SAFETY: `stream` was open, so it is a live FILE; only this call closes it (it left `open` above).
-    let flushed = unsafe { libc::fflush(file) };
+    // SAFETY: `stream` was open, so it is a live FILE; only this call closes it (it left `open`).
+    let flushed = unsafe { (STDIO.fflush)(stream) };
     // SAFETY: as above; freopen closes the file and keeps the object, now reading /dev/null.
-    unsafe { libc::freopen(DEV_NULL.as_ptr(), READ.as_ptr(), file) };
-    lock(&STREAMS).retired.push(stream);
+    unsafe { libc::freopen(DEV_NULL.as_ptr(), READ.as_ptr(), stream) };
+    lock(&STREAMS).retired.push(stream as usize);
     if flushed == 0 {
-        Closed::Done
+        0
     } else {
-        Closed::Unflushed
+        libc::EOF
     }
 }
 
-/// Whether a device may use `stream`: one of its open files.
-fn is_open(stream: usize) -> bool {
-    lock(&STREAMS).open.contains(&stream)
-}
+/// The checked stdio functions, which the link puts in place of the C library's for libc's server.
+/// Each has the C function's signature and contract; a stream the device does not have open is not
+/// passed on. Those that take only a stream are safe to call with any pointer, since they pass on
+/// only live streams (hence the lint's exception).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub mod checked {
+    use super::*;
 
-/// The C function a device called with the stream it named, for messages.
-fn call_name(op: u64) -> &'static str {
-    match u16::try_from(op).unwrap_or(u16::MAX) {
-        opcode::WRITE_TO_STREAM => "fwrite or fputs",
-        opcode::READ_FROM_STREAM => "fread",
-        opcode::READ_FGETS => "fgets",
-        opcode::FEOF => "feof",
-        opcode::FERROR => "ferror",
-        opcode::FSEEK => "fseek",
-        opcode::FTELL => "ftell",
-        opcode::FFLUSH => "fflush",
-        opcode::PRINTF_TO_STREAM => "fprintf",
-        _ => "a stream call",
+    /// `fopen` for a device, as libc's server calls it for `OPEN_FILE`: with a path it received into
+    /// memory from `new char[]` and never frees (libc 19.1 leaks it, 26 bytes for a short path), so
+    /// this frees it once the file is open.
+    ///
+    /// # Safety
+    /// As `fopen`, and `path` came from `new char[]` and is not used after the call (true of libc
+    /// 19.1's `OPEN_FILE`, the only caller of `fopen` in the plugin).
+    pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
+        extern "C" {
+            /// C++'s `operator delete[](void *)`.
+            #[link_name = "_ZdaPv"]
+            fn operator_delete_array(block: *mut c_void);
+        }
+        // SAFETY: forwarded from the contract.
+        let stream = unsafe { open(path, mode) };
+        // SAFETY: per the contract, `path` came from `new char[]` and nothing uses it afterwards.
+        unsafe { operator_delete_array(path.cast_mut().cast()) };
+        stream
     }
-}
 
-/// The lane's bytes as a C string, if they hold a NUL.
-fn c_str(bytes: &[u8]) -> Option<&CStr> {
-    CStr::from_bytes_until_nul(bytes).ok()
-}
-
-/// "stream 0x…" or "streams 0x…, 0x…", for messages.
-fn describe(streams: &[usize]) -> String {
-    let list: Vec<String> = streams.iter().map(|s| format!("{s:#x}")).collect();
-    let noun = if streams.len() == 1 { "stream" } else { "streams" };
-    format!("{noun} {}", list.join(", "))
-}
-
-fn serve_open(port: &mut Port) {
-    let Ok(paths) = port.recv_n() else { return };
-    let mut packets = port.lane_packets();
-    let Ok(count) = port.recv(&mut packets) else { return };
-    // Active lanes sent a path of at least its NUL; `recv` lists their packets in lane order.
-    let active = paths.iter().filter(|p| !p.as_slice().is_empty());
-    for (packet, path) in packets.iter_mut().take(count as usize).zip(active) {
-        let mode_bytes: Vec<u8> = packet.data.iter().flat_map(|word| word.to_ne_bytes()).collect();
-        let stream = match (c_str(path.as_slice()), c_str(&mode_bytes)) {
-            (Some(path), Some(mode)) => open(path, mode),
-            _ => 0,
-        };
-        packet.data[0] = stream as u64;
+    /// `fclose` of a device's stream.
+    pub extern "C" fn fclose(stream: *mut FILE) -> c_int {
+        close(stream)
     }
-    let _ = port.send(&packets);
-}
 
-/// Serves a request of one packet per lane, answered in place by `answer`, which returns the stream
-/// and the C call when the lane named a stream the device does not have open; such streams are
-/// reported once, in one line that `report` words from their list and the call.
-fn serve_per_lane(
-    port: &mut Port,
-    mut answer: impl FnMut(&mut Packet) -> Option<(usize, &'static str)>,
-    report: impl FnOnce(&str, &str) -> String,
-) {
-    let mut packets = port.lane_packets();
-    let Ok(count) = port.recv(&mut packets) else { return };
-    let mut refused = Vec::new();
-    let mut call = "";
-    for packet in packets.iter_mut().take(count as usize) {
-        if let Some((stream, named)) = answer(packet) {
-            if !refused.contains(&stream) {
-                refused.push(stream);
-                call = named;
-            }
+    /// `fwrite`.
+    ///
+    /// # Safety
+    /// As `fwrite`, but for the stream, which is checked.
+    pub unsafe extern "C" fn fwrite(data: *const c_void, size: usize, count: usize, stream: *mut FILE) -> usize {
+        if !usable(stream) {
+            refuse(WRITE, stream);
+            return 0;
+        }
+        // SAFETY: a usable stream is live; the rest is the caller's contract.
+        unsafe { (STDIO.fwrite)(data, size, count, stream) }
+    }
+
+    /// `fwrite_unlocked`.
+    ///
+    /// # Safety
+    /// As `fwrite_unlocked`, but for the stream, which is checked.
+    pub unsafe extern "C" fn fwrite_unlocked(
+        data: *const c_void,
+        size: usize,
+        count: usize,
+        stream: *mut FILE,
+    ) -> usize {
+        if !usable(stream) {
+            refuse(WRITE, stream);
+            return 0;
+        }
+        // SAFETY: as in `fwrite`.
+        unsafe { (STDIO.fwrite_unlocked)(data, size, count, stream) }
+    }
+
+    /// `fread`.
+    ///
+    /// # Safety
+    /// As `fread`, but for the stream, which is checked.
+    pub unsafe extern "C" fn fread(data: *mut c_void, size: usize, count: usize, stream: *mut FILE) -> usize {
+        if !usable(stream) {
+            refuse("fread", stream);
+            return 0;
+        }
+        // SAFETY: as in `fwrite`.
+        unsafe { (STDIO.fread)(data, size, count, stream) }
+    }
+
+    /// `fgets`.
+    ///
+    /// # Safety
+    /// As `fgets`, but for the stream, which is checked.
+    pub unsafe extern "C" fn fgets(buffer: *mut c_char, size: c_int, stream: *mut FILE) -> *mut c_char {
+        if !usable(stream) {
+            refuse("fgets", stream);
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as in `fwrite`.
+        unsafe { (STDIO.fgets)(buffer, size, stream) }
+    }
+
+    /// `fseek`.
+    pub extern "C" fn fseek(stream: *mut FILE, offset: c_long, whence: c_int) -> c_int {
+        if !usable(stream) {
+            refuse("fseek", stream);
+            return -1;
+        }
+        // SAFETY: a usable stream is live.
+        unsafe { (STDIO.fseek)(stream, offset, whence) }
+    }
+
+    /// `ftell`.
+    pub extern "C" fn ftell(stream: *mut FILE) -> c_long {
+        if !usable(stream) {
+            refuse("ftell", stream);
+            return -1;
+        }
+        // SAFETY: a usable stream is live.
+        unsafe { (STDIO.ftell)(stream) }
+    }
+
+    /// `fflush`; `NULL` flushes every stream, as in C.
+    pub extern "C" fn fflush(stream: *mut FILE) -> c_int {
+        if !stream.is_null() && !usable(stream) {
+            refuse("fflush", stream);
+            return libc::EOF;
+        }
+        // SAFETY: NULL or a usable (live) stream.
+        unsafe { (STDIO.fflush)(stream) }
+    }
+
+    /// `feof`: 0 for a stream the device does not have open.
+    pub extern "C" fn feof(stream: *mut FILE) -> c_int {
+        if !usable(stream) {
+            refuse("feof", stream);
+            return 0;
+        }
+        // SAFETY: a usable stream is live.
+        unsafe { (STDIO.feof)(stream) }
+    }
+
+    /// `ferror`: 1 (an error) for a stream the device does not have open.
+    pub extern "C" fn ferror(stream: *mut FILE) -> c_int {
+        if !usable(stream) {
+            refuse("ferror", stream);
+            return 1;
+        }
+        // SAFETY: a usable stream is live.
+        unsafe { (STDIO.ferror)(stream) }
+    }
+
+    /// `clearerr`.
+    pub extern "C" fn clearerr(stream: *mut FILE) {
+        if !usable(stream) {
+            refuse("clearerr", stream);
+            return;
+        }
+        // SAFETY: a usable stream is live.
+        unsafe { (STDIO.clearerr)(stream) }
+    }
+
+    /// `ungetc`.
+    pub extern "C" fn ungetc(c: c_int, stream: *mut FILE) -> c_int {
+        if !usable(stream) {
+            refuse("ungetc", stream);
+            return libc::EOF;
+        }
+        // SAFETY: a usable stream is live.
+        unsafe { (STDIO.ungetc)(c, stream) }
+    }
+
+    /// `flockfile`; a stream the device does not have open is left alone (the write under the lock
+    /// that follows is refused and says so).
+    pub extern "C" fn flockfile(stream: *mut FILE) {
+        if usable(stream) {
+            // SAFETY: a usable stream is live.
+            unsafe { (STDIO.flockfile)(stream) }
         }
     }
-    if !refused.is_empty() {
-        log::error(report(&describe(&refused), call));
+
+    /// `funlockfile`, matching [`flockfile`].
+    pub extern "C" fn funlockfile(stream: *mut FILE) {
+        if usable(stream) {
+            // SAFETY: a usable stream is live.
+            unsafe { (STDIO.funlockfile)(stream) }
+        }
     }
-    let _ = port.send(&packets);
 }
 
-fn serve_close(port: &mut Port, device: usize) {
-    let answer = |packet: &mut Packet| {
-        let stream = packet.data[0] as usize;
-        let closed = close(stream);
-        let result = if closed == Closed::Done { 0 } else { libc::EOF };
-        packet.data[0] = i64::from(result) as u64;
-        (closed == Closed::NotOpen).then_some((stream, "fclose"))
+// The link of the shared object wraps each stdio function that libc's RPC server calls (see
+// build.rs): its calls land on these hidden symbols, which jump to the checked versions. Hidden, so
+// that they are not exported.
+macro_rules! wrap {
+    ($($name:ident),*) => {
+        $(
+            core::arch::global_asm!(
+                concat!(".globl __wrap_", stringify!($name)),
+                concat!(".hidden __wrap_", stringify!($name)),
+                concat!(".type __wrap_", stringify!($name), ", @function"),
+                concat!("__wrap_", stringify!($name), ":"),
+                "jmp {target}",
+                target = sym checked::$name,
+            );
+        )*
     };
-    serve_per_lane(port, answer, |streams, call| {
-        format!(
-            "device {device}: {call} of {streams} that the device does not have open (closed already, \
-             or never returned by fopen); it returned EOF"
-        )
-    });
 }
+wrap!(
+    fopen,
+    fclose,
+    fwrite,
+    fwrite_unlocked,
+    fread,
+    fgets,
+    fseek,
+    ftell,
+    fflush,
+    feof,
+    ferror,
+    clearerr,
+    ungetc,
+    flockfile,
+    funlockfile
+);
 
-fn serve_check(port: &mut Port, device: usize) {
-    let answer = |packet: &mut Packet| {
-        let stream = packet.data[0] as usize;
-        let open = is_open(stream);
-        packet.data[0] = u64::from(open);
-        (!open).then(|| (stream, call_name(packet.data[1])))
-    };
-    serve_per_lane(port, answer, |streams, call| {
-        format!(
-            "device {device}: {call} on {streams} that the device does not have open (closed, or never \
-             returned by fopen); the call failed"
-        )
-    });
-}
-
-/// Runs `serve` on the port libc's server passed to one of this module's callbacks, with the device
-/// number registered as the callback's data; a panic is contained (the callback returns to C).
-///
-/// # Safety
-/// `raw` is the port of a callback that is running.
-unsafe fn with_port(raw: ffi::Port, data: *mut c_void, serve: fn(&mut Port, usize)) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the port is the one libc is serving for this call (contract); it does not outlive it.
-        serve(&mut unsafe { Port::from_raw(raw) }, data as usize);
-    }));
-}
-
-/// libc's callback for [`OPCODE_OPEN`].
-///
-/// # Safety
-/// Called by libc's server with the port it is serving.
-pub unsafe extern "C" fn serve_open_callback(raw: ffi::Port, data: *mut c_void) {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { with_port(raw, data, |port, _| serve_open(port)) }
-}
-
-/// libc's callback for [`OPCODE_CLOSE`]; `data` is the device number, for messages.
-///
-/// # Safety
-/// Called by libc's server with the port it is serving.
-pub unsafe extern "C" fn serve_close_callback(raw: ffi::Port, data: *mut c_void) {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { with_port(raw, data, serve_close) }
-}
-
-/// libc's callback for [`OPCODE_CHECK`]; `data` is the device number, for messages.
-///
-/// # Safety
-/// Called by libc's server with the port it is serving.
-pub unsafe extern "C" fn serve_check_callback(raw: ffi::Port, data: *mut c_void) {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { with_port(raw, data, serve_check) }
-}
+/// The functions the link wraps (the list build.rs reads).
+pub const WRAPPED: [&str; 15] = include!("wrapped_stdio.in");
 
 #[cfg(test)]
 mod tests {
+    use super::checked;
     use super::*;
-    use crate::rpc::server::tests::CountingMemory;
-    use crate::rpc::server::RpcServer;
-    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
 
-    /// fopen(paths[lane], mode) from the lanes of `mask`, as the device header sends it.
-    fn fopen(device: &SimulatedDevice, mask: u64, paths: &[Vec<u8>], mode: &[u8]) -> Vec<u64> {
-        let mut port = device.open(OPCODE_OPEN, mask, 0);
-        let slices: Vec<&[u8]> = paths.iter().map(Vec::as_slice).collect();
-        port.send_n(&slices);
-        port.send(|_, packet| {
-            let mut bytes = [0u8; 64];
-            bytes[..mode.len()].copy_from_slice(mode);
-            for (word, chunk) in packet.iter_mut().zip(bytes.chunks(8)) {
-                *word = u64::from_ne_bytes(chunk.try_into().unwrap());
-            }
-        });
-        let mut streams = vec![0u64; device.lanes()];
-        port.recv(|lane, packet| streams[lane] = packet[0]);
-        port.close();
-        streams
+    extern "C" {
+        /// C++'s `operator new[](size_t)`, as libc's server allocates a received path.
+        #[link_name = "_Znam"]
+        fn operator_new_array(size: usize) -> *mut c_void;
+    }
+
+    /// `text` in memory from `new char[]`, as `checked::fopen` is handed its path.
+    fn received(text: &CStr) -> *const c_char {
+        let bytes = text.to_bytes_with_nul();
+        // SAFETY: a fresh block of `bytes.len()` bytes, filled from `bytes`.
+        unsafe {
+            let block = operator_new_array(bytes.len()).cast::<u8>();
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), block, bytes.len());
+            block.cast()
+        }
     }
 
     #[test]
-    fn streams_stay_alive_and_stale_ones_are_refused_per_lane() {
+    fn streams_stay_alive_and_stale_or_made_up_ones_are_refused() {
         let dir = std::env::temp_dir().join(format!("omprpc-streams-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let server = RpcServer::new(5, 4, 32, Arc::new(CountingMemory::default())).unwrap();
-        let done = Arc::new(AtomicBool::new(false));
-        let serving = {
-            let (server, done) = (Arc::clone(&server), Arc::clone(&done));
-            std::thread::spawn(move || {
-                while !done.load(Ordering::SeqCst) {
-                    if !server.serve_once() {
-                        std::thread::yield_now();
-                    }
-                }
-            })
-        };
-        {
-            let device = SimulatedDevice::new(Arc::clone(&server));
-            let warp = SimulatedWarp::new(&device, 0);
-            let mask = 0x5555_5555u64; // every other lane
-            let mut paths: Vec<Vec<u8>> = (0..32)
-                .map(|lane| format!("{}/lane-{lane}\0", dir.display()).into_bytes())
-                .collect();
-            paths[2] = b"/nonexistent-dir/x\0".to_vec(); // lane 2 fails
-            let streams = fopen(&device, mask, &paths, b"w");
-            for (lane, stream) in streams.iter().enumerate() {
-                let expect_open = mask & (1 << lane) != 0 && lane != 2;
-                assert_eq!(*stream != 0, expect_open, "lane {lane}");
-            }
-            let opened: Vec<u64> = streams.iter().copied().filter(|&s| s != 0).collect();
-            assert_eq!(opened.len(), 15);
-            let check = |streams: &[u64]| -> Vec<u64> {
-                let packets: Vec<[u64; 8]> = streams
-                    .iter()
-                    .map(|&s| [s, u64::from(opcode::FTELL), 0, 0, 0, 0, 0, 0])
-                    .collect();
-                warp.call(OPCODE_CHECK, mask, &packets).iter().map(|p| p[0]).collect()
-            };
-            let close = |streams: &[u64]| -> Vec<u64> {
-                let packets: Vec<[u64; 8]> = streams.iter().map(|&s| [s, 0, 0, 0, 0, 0, 0, 0]).collect();
-                warp.call(OPCODE_CLOSE, mask, &packets).iter().map(|p| p[0]).collect()
-            };
-            let eof = libc::EOF as i64 as u64;
-            let open = check(&streams);
-            let first = close(&streams);
-            let again = close(&streams);
-            let after = check(&streams);
-            for lane in (0..32).filter(|l| mask & (1 << l) != 0) {
-                assert_eq!(open[lane], u64::from(lane != 2), "lane {lane} open");
-                assert_eq!(first[lane], if lane == 2 { eof } else { 0 }, "lane {lane} closes");
-                assert_eq!(again[lane], eof, "lane {lane} closes twice");
-                assert_eq!(after[lane], 0, "lane {lane} after fclose");
-            }
-            assert_eq!(check(&[0x1234_5670; 32])[0], 0, "a made-up stream");
-            // The closed streams are reused, not freed, and reading what was written works.
-            let reopened = fopen(&device, mask, &paths, b"r");
-            let reused = reopened.iter().filter(|s| opened.contains(s)).count();
-            assert_eq!(reused, 15, "every retired stream is reused: {reopened:x?} {opened:x?}");
-            assert!(close(&reopened).iter().all(|&r| r == 0 || r == eof));
+        let path = std::ffi::CString::new(format!("{}/file", dir.display())).unwrap();
+        // SAFETY: NUL-terminated strings.
+        let stream = unsafe { checked::fopen(received(&path), c"w".as_ptr()) };
+        assert!(!stream.is_null());
+        let text = b"written by the device\n";
+        // SAFETY: `text` is valid for its length.
+        let written = unsafe { checked::fwrite(text.as_ptr().cast(), 1, text.len(), stream) };
+        assert_eq!(written, text.len());
+        assert_eq!(checked::ftell(stream), text.len() as c_long);
+        assert_eq!(checked::fclose(stream), 0, "the first fclose");
+        assert_eq!(std::fs::read(dir.join("file")).unwrap(), text, "flushed at fclose");
+        assert_eq!(checked::fclose(stream), libc::EOF, "a second fclose is refused");
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { checked::fwrite(text.as_ptr().cast(), 1, 4, stream) },
+            0,
+            "a write after fclose"
+        );
+        let made_up = 0x1234_5670 as *mut FILE;
+        assert_eq!(checked::fseek(made_up, 0, 0), -1);
+        assert_eq!(checked::ftell(made_up), -1);
+        assert_eq!(checked::ferror(made_up), 1);
+        assert_eq!(checked::feof(made_up), 0);
+        assert_eq!(checked::ungetc(b'x' as c_int, made_up), libc::EOF);
+        assert_eq!(checked::fflush(made_up), libc::EOF);
+        checked::flockfile(made_up);
+        checked::funlockfile(made_up);
+        checked::clearerr(made_up);
+        let mut buffer = [0u8; 8];
+        // SAFETY: `buffer` is writable for its length.
+        unsafe {
+            assert_eq!(checked::fread(buffer.as_mut_ptr().cast(), 1, 8, made_up), 0);
+            assert!(checked::fgets(buffer.as_mut_ptr().cast(), 8, made_up).is_null());
         }
-        done.store(true, Ordering::SeqCst);
-        serving.join().unwrap();
-        server.shutdown().unwrap();
+        assert_eq!(
+            checked::fflush(std::ptr::null_mut()),
+            0,
+            "fflush(NULL) flushes every stream"
+        );
+        // SAFETY: reading the C library's stdout pointer.
+        assert_eq!(checked::fflush(unsafe { stdout }), 0, "the host's stdout is usable");
+        // The closed stream is reused, not freed, by the next fopen, and reads what was written.
+        // SAFETY: NUL-terminated strings.
+        let again = unsafe { checked::fopen(received(&path), c"r".as_ptr()) };
+        assert_eq!(again, stream, "a retired stream is reused");
+        // SAFETY: `buffer` is writable for its length.
+        let read = unsafe { checked::fread(buffer.as_mut_ptr().cast(), 1, 7, again) };
+        assert_eq!(&buffer[..read], b"written");
+        assert_eq!(checked::fclose(again), 0);
+        // SAFETY: NUL-terminated strings.
+        let missing = unsafe { checked::fopen(received(c"/nonexistent-dir/x"), c"r".as_ptr()) };
+        assert!(missing.is_null(), "a failed fopen is NULL");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every stdio function of libc's server that takes a stream must be one the link wraps, or a
+    /// stream from the device would reach the C library unchecked.
+    #[test]
+    fn every_stream_call_of_libcs_server_is_wrapped() {
+        let library = ["/usr/lib/llvm-19/lib"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join("libllvmlibc_rpc_server.a"))
+            .find(|p| p.exists())
+            .expect("libllvmlibc_rpc_server.a (package libllvmlibc-19-dev; sudo sh scripts/setup-debian.sh)");
+        let out = std::process::Command::new("nm")
+            .arg("-u")
+            .arg(&library)
+            .output()
+            .expect("nm (package binutils)");
+        let undefined = String::from_utf8_lossy(&out.stdout);
+        let stdio: Vec<&str> = undefined
+            .lines()
+            .filter_map(|l| l.split_whitespace().last())
+            .filter(|name| {
+                name.starts_with('f') && !name.starts_with("free")
+                    || ["clearerr", "ungetc", "flockfile", "funlockfile"].contains(name)
+            })
+            .collect();
+        assert!(stdio.contains(&"fwrite"), "nm listed {undefined}");
+        for name in stdio {
+            assert!(
+                WRAPPED.contains(&name),
+                "libc's server calls {name}, which the link does not wrap"
+            );
+        }
+        for name in WRAPPED {
+            assert!(
+                undefined.contains(name),
+                "{name} is wrapped but libc's server does not call it"
+            );
+        }
     }
 }

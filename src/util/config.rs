@@ -96,8 +96,8 @@ pub struct Config {
     pub shared_memory_bytes: u32,
     /// `LIBOMPTARGET_DEVICE_RTL_DEBUG`: the device runtime's debug flags (device environment).
     pub device_rtl_debug: u32,
-    /// `OMPRPC_HOST_RPC_LANES`: lanes per RPC port on host devices (1, or 32 or 64 to run the device
-    /// header's warp code, built with `OMPRPC_SIMULATED_LANES`, on the host; for testing).
+    /// `OMPRPC_HOST_RPC_LANES`: lanes per RPC port on host devices for images that do not export
+    /// their own count (LLVM libc's client); 1, or 32 or 64 for testing a warp-shaped client.
     pub host_rpc_lanes: u32,
     /// `OMP_NUM_TEAMS`: caps the teams of a launch when set (0 = no cap).
     pub max_teams: u32,

@@ -13,6 +13,8 @@ const EHDR_SIZE: usize = 64;
 const SHDR_SIZE: usize = 64;
 const SYM_SIZE: usize = 24;
 const SHT_SYMTAB: u32 = 2;
+const SHT_RELA: u32 = 4;
+const RELA_SIZE: usize = 24;
 const SHT_NOTE: u32 = 7;
 const SHT_NOBITS: u32 = 8;
 const SHN_UNDEF: u16 = 0;
@@ -76,6 +78,8 @@ struct Section {
     offset: u64,
     size: u64,
     link: u32,
+    /// For a relocation section, the section it patches.
+    info: u32,
 }
 
 /// A symbol of the image's symbol table.
@@ -89,6 +93,29 @@ pub struct Symbol {
     pub kind: u8,
     /// Index of the section it is defined in.
     section: u16,
+}
+
+impl Symbol {
+    /// Index of the section it is defined in.
+    pub fn section(&self) -> u16 {
+        self.section
+    }
+}
+
+/// One entry of a relocation section with addends (`SHT_RELA`): the word at `offset` of section
+/// `section` becomes the address of `symbol` plus `addend`, in a way `kind` (machine-specific) says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Relocation<'a> {
+    /// Index of the section the relocation patches.
+    pub section: u16,
+    /// Offset of the patched word in that section.
+    pub offset: u64,
+    /// `ELF64_R_TYPE`.
+    pub kind: u32,
+    /// Name of the symbol whose address is used.
+    pub symbol: &'a [u8],
+    /// The addend.
+    pub addend: i64,
 }
 
 /// A whole ELF image, parsed lazily: sections and symbols are read on demand, straight from the bytes.
@@ -126,6 +153,7 @@ impl<'a> Image<'a> {
                     offset: u64_at(bytes, at + 24)?,
                     size: u64_at(bytes, at + 32)?,
                     link: u32_at(bytes, at + 40)?,
+                    info: u32_at(bytes, at + 44)?,
                 })
             })
             .collect::<Option<Vec<_>>>()?;
@@ -174,6 +202,43 @@ impl<'a> Image<'a> {
                 ))
             })
             .collect()
+    }
+
+    /// The name of symbol `index` of symbol table `symtab` (a section index).
+    fn symbol_name(&self, symtab: usize, index: usize) -> Option<&'a [u8]> {
+        let table = self.sections.get(symtab)?;
+        let strings = self.sections.get(usize::try_from(table.link).ok()?)?;
+        let entry = self.section_bytes(table)?.get(index.checked_mul(SYM_SIZE)?..)?;
+        let name_at = usize::try_from(u32_at(entry, 0)?).ok()?;
+        let rest = self.section_bytes(strings)?.get(name_at..)?;
+        Some(&rest[..rest.iter().position(|&b| b == 0)?])
+    }
+
+    /// Every relocation with an addend that names a symbol, across the image's `SHT_RELA` sections.
+    pub fn relocations(&self) -> Vec<Relocation<'a>> {
+        let mut relocations = Vec::new();
+        for section in self.sections.iter().filter(|s| s.kind == SHT_RELA) {
+            let (Some(entries), Ok(target)) = (self.section_bytes(section), u16::try_from(section.info)) else {
+                continue;
+            };
+            for entry in entries.chunks_exact(RELA_SIZE) {
+                let (Some(offset), Some(info), Some(addend)) = (u64_at(entry, 0), u64_at(entry, 8), u64_at(entry, 16))
+                else {
+                    continue;
+                };
+                let Some(symbol) = self.symbol_name(section.link as usize, (info >> 32) as usize) else {
+                    continue;
+                };
+                relocations.push(Relocation {
+                    section: target,
+                    offset,
+                    kind: info as u32,
+                    symbol,
+                    addend: addend as i64,
+                });
+            }
+        }
+        relocations
     }
 
     /// Finds the defined symbol `name` in the symbol table.

@@ -44,10 +44,10 @@ enum Op {
 }
 
 #[derive(Default)]
-struct Module {
+pub(super) struct Module {
     kernels: HashMap<String, usize>,
     /// Global name → (address, size), in memory the module owns.
-    globals: HashMap<String, (usize, usize)>,
+    pub(super) globals: HashMap<String, (usize, usize)>,
 }
 
 /// Everything the simulated driver holds.
@@ -68,7 +68,7 @@ pub struct World {
     pub memory: HashMap<usize, usize>,
     /// Host ranges registered with `cuMemHostRegister`.
     pub registered: HashSet<usize>,
-    modules: HashMap<usize, Module>,
+    pub(super) modules: HashMap<usize, Module>,
     functions: HashMap<usize, String>,
     streams: HashMap<usize, VecDeque<Op>>,
     /// Event → (stream recorded on, whether the recording was reached).
@@ -435,6 +435,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
             return sys::CUDA_ERROR_INVALID_IMAGE;
         };
         let mut loaded = Module::default();
+        let mut placed = Vec::new();
         for (name, symbol) in parsed.symbols() {
             let name = String::from_utf8_lossy(name).into_owned();
             if symbol.kind == 2 && symbol.size > 0 {
@@ -444,7 +445,29 @@ unsafe extern "C" fn cu_module_load_data_ex(
             } else if symbol.kind == 1 && symbol.size > 0 {
                 // SAFETY: calloc has no preconditions.
                 let ptr = unsafe { libc::calloc(1, symbol.size as usize) } as usize;
+                if let Some(initial) = parsed.symbol_bytes(&symbol) {
+                    // SAFETY: `ptr` holds `symbol.size` bytes, as many as `initial`.
+                    unsafe { std::ptr::copy_nonoverlapping(initial.as_ptr(), ptr as *mut u8, initial.len()) };
+                }
+                placed.push((symbol, ptr));
                 loaded.globals.insert(name, (ptr, symbol.size as usize));
+            }
+        }
+        // A global initialised with another's address (`T *p = &object;`) carries a 64-bit global
+        // address relocation (R_CUDA_G64) that the driver applies at load.
+        const R_CUDA_G64: u32 = 4;
+        for relocation in parsed.relocations().into_iter().filter(|r| r.kind == R_CUDA_G64) {
+            let patched = placed.iter().find(|(symbol, _)| {
+                symbol.section() == relocation.section
+                    && (symbol.value..symbol.value + symbol.size).contains(&relocation.offset)
+                    && relocation.offset + 8 <= symbol.value + symbol.size
+            });
+            let target = loaded.globals.get(String::from_utf8_lossy(relocation.symbol).as_ref());
+            if let (Some(&(symbol, ptr)), Some(&(address, _))) = (patched, target) {
+                let value = (address as i64 + relocation.addend) as u64;
+                let at = ptr + (relocation.offset - symbol.value) as usize;
+                // SAFETY: `at..at + 8` lies inside the global's allocation (checked above).
+                unsafe { (at as *mut u64).write_unaligned(value) };
             }
         }
         let id = handle(w);

@@ -145,6 +145,17 @@ impl Backend for HostBackend {
         })
     }
 
+    fn module_contains(
+        &self,
+        _device: usize,
+        module: &HostModule,
+        _image: Option<&crate::util::elf::Image>,
+        addr: usize,
+        len: usize,
+    ) -> Result<bool> {
+        Ok(module.writable_segment_contains(addr, len))
+    }
+
     fn alloc(&self, _device: usize, size: usize, _kind: AllocKind) -> Result<*mut c_void> {
         // SAFETY: malloc has no preconditions; a null result is handled below.
         let ptr = fault::call_or("malloc", std::ptr::null_mut(), || unsafe { libc::malloc(size) });
@@ -419,6 +430,64 @@ impl HostModule {
             });
         }
         Ok(addr)
+    }
+}
+
+/// What `dl_iterate_phdr`'s callback looks for: a loaded object by name, and a range in it.
+struct SegmentQuery<'a> {
+    path: &'a [u8],
+    start: usize,
+    end: usize,
+    found: bool,
+}
+
+/// `dl_iterate_phdr`'s callback: stops (returns 1) at the object named `query.path`, noting whether
+/// one of its writable loaded segments holds the range.
+unsafe extern "C" fn find_writable_segment(
+    info: *mut libc::dl_phdr_info,
+    _size: usize,
+    data: *mut c_void,
+) -> libc::c_int {
+    // SAFETY: `data` is the `SegmentQuery` that `writable_segment_contains` passed; `info` is the
+    // loader's description of one object, valid during the callback.
+    let (query, info) = unsafe { (&mut *data.cast::<SegmentQuery>(), &*info) };
+    if info.dlpi_name.is_null() {
+        return 0;
+    }
+    // SAFETY: a non-null `dlpi_name` is a NUL-terminated string of the loader's.
+    if unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes() != query.path {
+        return 0;
+    }
+    let headers = if info.dlpi_phdr.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: `dlpi_phdr` points at the object's `dlpi_phnum` program headers, mapped while loaded.
+        unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
+    };
+    query.found = headers.iter().any(|h| {
+        let start = (info.dlpi_addr as usize).wrapping_add(h.p_vaddr as usize);
+        h.p_type == libc::PT_LOAD
+            && h.p_flags & libc::PF_W != 0
+            && query.start >= start
+            && query.end <= start.wrapping_add(h.p_memsz as usize)
+    });
+    1
+}
+
+impl HostModule {
+    /// Whether `[addr, addr + len)` lies in one writable loaded segment (data or bss) of this image.
+    fn writable_segment_contains(&self, addr: usize, len: usize) -> bool {
+        let Some(end) = addr.checked_add(len) else { return false };
+        let mut query = SegmentQuery {
+            path: self.path.as_bytes(),
+            start: addr,
+            end,
+            found: false,
+        };
+        // SAFETY: the callback matches the type and only reads the loader's descriptions; `query`
+        // outlives the call.
+        unsafe { libc::dl_iterate_phdr(Some(find_writable_segment), (&mut query as *mut SegmentQuery).cast()) };
+        query.found
     }
 }
 

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Fetches the sources of LLVM libc 19.1.7's GPU RPC client (the client that LLVM libc's own stdio,
+# malloc and exit use on a GPU), so that the tests can build device code against a client this project
+# did not write. Downloads Debian's llvm-toolchain-19 source package once (about 157 MiB, through a
+# private apt configuration with a deb-src line; the system's sources are not changed), and keeps only
+# what the client and libc's GPU stdio, stdlib and printf need (libc/src/{__support,stdio,stdlib,gpu,
+# string,errno}, libc/include, libc/hdr; about 20 MiB) under $OMPRPC_CACHE/libc-19.1.7 (default
+# ~/.cache/omprpc), outside the checkout, so that later runs on the machine do not fetch it again.
+# Prints the folder that holds libc/. Fails (exit 1) with the reason when the source cannot be had.
+set -eu
+cache=${OMPRPC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/omprpc}
+dest="$cache/libc-19.1.7"
+if [ -f "$dest/libc/src/__support/RPC/rpc_client.h" ] && [ -f "$dest/libc/src/gpu/rpc_fprintf.cpp" ]; then
+  echo "$dest"
+  exit 0
+fi
+apt="$cache/apt-src"
+mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$cache/src"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+cat > "$apt/sources.list" <<SOURCES
+deb-src [signed-by=$keyring] http://deb.debian.org/debian bookworm main
+SOURCES
+set -- -o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+  -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root
+if ! ls "$cache"/src/llvm-toolchain-19_19.1.7.orig.tar.* >/dev/null 2>&1; then
+  echo "omprpc setup: fetching Debian's llvm-toolchain-19 source (about 157 MiB, once) for LLVM libc's RPC client" >&2
+  if ! apt-get "$@" update -qq >&2 ||
+    ! (cd "$cache/src" && apt-get "$@" source --download-only llvm-toolchain-19=1:19.1.7-3~deb12u1 >&2); then
+    echo "omprpc setup: could not fetch llvm-toolchain-19's source package; LLVM libc's client tests cannot run" >&2
+    exit 1
+  fi
+fi
+orig=$(ls "$cache"/src/llvm-toolchain-19_19.1.7.orig.tar.* | head -1)
+rm -rf "$dest.tmp"
+mkdir -p "$dest.tmp"
+tar -xf "$orig" -C "$dest.tmp" --strip-components=1 --wildcards \
+  '*/libc/src/__support/*' '*/libc/src/stdio/*' '*/libc/src/stdlib/*' '*/libc/src/gpu/*' \
+  '*/libc/src/string/*' '*/libc/src/errno/*' '*/libc/include/*' '*/libc/hdr/*' >&2
+if [ ! -f "$dest.tmp/libc/src/__support/RPC/rpc_client.h" ]; then
+  echo "omprpc setup: $orig has no libc/src/__support/RPC/rpc_client.h" >&2
+  exit 1
+fi
+rm -rf "$dest"
+mv "$dest.tmp" "$dest"
+echo "$dest"
