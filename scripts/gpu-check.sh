@@ -28,13 +28,28 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
   mkdir -p "$tmp/driver"
   driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
   [ -n "$driver" ] && ln -sf "$driver" "$tmp/driver/libcuda.so"
-  ours="$B/ours:$libs:$tmp/driver"
-  stock="$libs:$tmp/driver"
+  # Appended to, never replaced: a driver found only through LD_LIBRARY_PATH (containers, HPC modules)
+  # must still be found.
+  ours="$B/ours:$libs:$tmp/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  stock="$libs:$tmp/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
   echo "omprpc GPU check: $(uname -srm); driver library: ${driver:-none}"
   probe=$(LD_LIBRARY_PATH="$ours" LIBOMPTARGET_INFO=16 timeout 60 "$B/bin/gpu_probe" 2>"$tmp/probe.err" || true)
   devices=$(echo "$probe" | sed -n 's/^devices: //p')
   if [ "${devices:-0}" = 0 ]; then
+    # /dev/nvidiactl alone is no sign: libcuda run as root creates it (mknod) even where no NVIDIA
+    # kernel driver is loaded; with the driver loaded, /proc/driver/nvidia exists too.
+    shown=""
+    [ -e /dev/nvidiactl ] && [ -d /proc/driver/nvidia ] && shown="/dev/nvidiactl exists and the NVIDIA kernel driver is loaded"
+    listed=$(nvidia-smi -L 2>/dev/null | grep '^GPU ' || true)
+    [ -n "$listed" ] && shown="${shown:+$shown; }nvidia-smi lists: $(echo "$listed" | head -1)"
+    if [ -n "$shown" ]; then
+      # The machine shows a GPU: finding none is a failure, not a skip.
+      echo "FAIL omprpc-devices          the machine shows an NVIDIA GPU ($shown) but omprpc, as the CUDA plugin, reports 0 devices:"
+      grep "omprpc" "$tmp/probe.err" | grep -v "omprpc-test" | sed 's/^/  /' || true
+      echo "summary: 0 passed, 1 failed"
+      exit 1
+    fi
     echo "no NVIDIA GPU found: omprpc, as the CUDA plugin, reports 0 devices:"
     grep "omprpc" "$tmp/probe.err" | grep -v "omprpc-test" | sed 's/^/  /' || true
     echo "nothing to check; skipped: no GPU"
@@ -45,13 +60,31 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
 
   pass=0
   fail=0
+  # Each case gets at most 30 s, and the whole check at most 8 minutes (7.5 for the cases), so that it
+  # fits a short GPU slot even if every host-calling case hangs; the cases that use device malloc,
+  # the riskiest on a new GPU, run last.
+  started=$(date +%s)
+  budget=${OMPRPC_GPU_CHECK_SECONDS:-450}
   # run_case PLUGIN_PATH NAME ARGS... -> stdout in $tmp/out, stderr in $tmp/err, status in $status
+  # (124: timed out or out of time; its last output lines are printed)
   run_case() {
     path=$1
     name=$2
     shift 2
     status=0
-    LD_LIBRARY_PATH="$path" timeout 120 "$B/bin/$name" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+    left=$((budget - ($(date +%s) - started)))
+    if [ "$left" -le 0 ]; then
+      : >"$tmp/out"
+      echo "not run: the check's time ran out" >"$tmp/err"
+      status=124
+      return
+    fi
+    [ "$left" -lt 30 ] || left=30
+    LD_LIBRARY_PATH="$path" timeout "$left" "$B/bin/$name" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+    if [ "$status" = 124 ]; then
+      echo "  $name $*: timed out after $left s; its last output:"
+      tail -n 4 "$tmp/out" "$tmp/err" 2>/dev/null | sed 's/^/    /'
+    fi
   }
   # The output without lines that count host devices or name the mapped plugins.
   filtered() { grep -v -e '^devices: ' -e '^omprpc-test: ' "$1" || true; }
@@ -72,7 +105,10 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
   sed -n '/^Device (0)/,/^$/p' "$tmp/out" | head -8 | sed 's/^/  /'
   # Programs with an expected output: with omprpc, that output (host services included); with the
   # stock plugin, the same where the program does not need host services.
-  for expected in "$B"/expected/*.expected; do
+  # Programs without device malloc first.
+  for expected in $(for e in "$B"/expected/*.expected; do
+    if grep -qx "$(basename "$e" .expected)" "$B/malloc_cases"; then echo "1 $e"; else echo "0 $e"; fi
+  done | sort | cut -d' ' -f2); do
     name=$(basename "$expected" .expected)
     run_case "$ours" "$name"
     filtered "$expected" >"$tmp/want"
@@ -89,9 +125,6 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
     if [ "$status" = 0 ] && cmp -s "$tmp/want" "$tmp/stock"; then stock_result="as expected"; else stock_result="differs (exit $status)"; fi
     report "$result" "$name" "omprpc: $detail | stock plugin: $stock_result"
   done
-  # The device client from 32 lanes at once: every host service, checked by the program itself.
-  run_case "$ours" device_client
-  if [ "$status" = 0 ] && grep -q "^failures 0 " "$tmp/out"; then report PASS device_client "$(grep '^failures' "$tmp/out")"; else report FAIL device_client "(exit $status) $(grep '^failures' "$tmp/out" || tail -1 "$tmp/err")"; fi
   # Thousands of concurrent calls, each line exactly once.
   run_case "$ours" rpc_concurrent 4000
   lines=$(grep -c '^call ' "$tmp/out" || true)
@@ -109,6 +142,10 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
     report FAIL rpc_exit "(exit $status) $(head -3 "$tmp/out" | tr '\n' '|')"
   fi
 
+  # The device client from 32 lanes at once: every host service (device malloc too), checked by the
+  # program itself.
+  run_case "$ours" device_client
+  if [ "$status" = 0 ] && grep -q "^failures 0 " "$tmp/out"; then report PASS device_client "$(grep '^failures' "$tmp/out")"; else report FAIL device_client "(exit $status) $(grep '^failures' "$tmp/out" || tail -1 "$tmp/err")"; fi
   echo "figures (median of 3 runs):"
   median() { sort -n | sed -n 2p; }
   for kind in empty scalar; do
@@ -161,17 +198,20 @@ PROBE
 build "$out/gpu_probe.c" gpu_probe
 # Every program with an expected output, but two that clang-16 cannot compile for NVPTX
 # (globals_and_ctors.cpp: a function-local static needs an acquire atomic load; nowait_big_stack.c:
-# clang-16 crashes on it, and it tests the host backend's thread stacks anyway) and two whose expected
-# output counts four devices (multi_device, rpc_multi_device; a GPU machine may have one).
+# clang-16 crashes on it, and it tests the host backend's thread stacks anyway), two whose expected
+# output counts four devices (multi_device, rpc_multi_device; a GPU machine may have one), and the
+# unified-shared-memory programs (usm_*), which need a GPU with pageable memory access (HMM).
 for expected in c_tests/*.expected; do
   name=$(basename "$expected" .expected)
-  case "$name" in globals_and_ctors | nowait_big_stack | multi_device | rpc_multi_device) continue ;; esac
+  case "$name" in globals_and_ctors | nowait_big_stack | multi_device | rpc_multi_device | usm_*) continue ;; esac
   src=c_tests/$name.c
   [ -f "$src" ] || src=c_tests/$name.cpp
   build "$src" "$name"
   cp "$expected" "$bundle/expected/"
 done
 for name in rpc_concurrent rpc_exit bench_launch bench_rpc; do build "c_tests/$name.c" "$name"; done
+# The programs whose device code calls malloc through host services, which the runner runs last.
+grep -l 'omprpc_malloc' c_tests/*.c c_tests/*.cpp 2>/dev/null | xargs -n1 basename | sed 's/\.[^.]*$//' >"$bundle/malloc_cases"
 build c_tests/gpu/device_client.c device_client
 
 llvm=/usr/lib/llvm-16/lib

@@ -1,5 +1,6 @@
 //! The GPU check script (`scripts/gpu-check.sh`) builds its bundle here and, run on this machine
-//! without a GPU, says that it found none instead of failing or pretending.
+//! without a GPU, says that it found none instead of failing or pretending; on a machine that shows a
+//! GPU (here: a fake `nvidia-smi` on `PATH`, and no driver) finding none is a failure.
 
 mod support;
 
@@ -39,4 +40,33 @@ fn the_gpu_check_builds_its_bundle_and_says_when_there_is_no_gpu() {
     assert!(stdout.contains("no NVIDIA GPU found"), "{stdout}");
     assert!(stdout.contains("skipped: no GPU"), "{stdout}");
     assert!(stdout.contains("reporting 0 devices"), "and says why: {stdout}");
+
+    // A machine that shows a GPU (nvidia-smi lists one) where omprpc finds none: a FAIL, not a skip.
+    let fake = support::scratch().join("fake-nvidia-smi");
+    std::fs::create_dir_all(&fake).unwrap();
+    let smi = fake.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000000)'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&smi, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("sh")
+        .arg(bundle.join("run.sh"))
+        .env("PATH", path)
+        .env_remove("OMPRPC_CUDA_LIBRARY")
+        .env_remove("LIBOMPTARGET_INFO")
+        .output()
+        .expect("sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "zero devices on a machine that shows a GPU must fail:\n{stdout}"
+    );
+    assert!(stdout.contains("FAIL omprpc-devices"), "{stdout}");
+    assert!(stdout.contains("nvidia-smi lists: GPU 0: NVIDIA H200"), "{stdout}");
+    assert!(stdout.contains("reporting 0 devices"), "with omprpc's reason: {stdout}");
+    assert!(stdout.contains("summary: 0 passed, 1 failed"), "{stdout}");
+    assert!(!stdout.contains("skipped"), "{stdout}");
 }

@@ -47,10 +47,8 @@ fn eight_host_threads_chain_nowait_regions_on_every_device() {
         let (stdout, seconds) = run_checked("nowait_threads.c", &[steps], plugin);
         let devices = field::<f64>(&stdout, "devices:");
         assert!(devices >= 1.0, "{stdout}");
-        let chains = 8.0 * devices;
         assert!(
-            stdout.contains(&format!("chains in order: {chains} of {chains}\n"))
-                && stdout.contains(&format!("chains run on their device: {chains} of {chains}\n")),
+            stdout.contains("chains in order: all\n") && stdout.contains("chains run on their device: all\n"),
             "{plugin:?}:\n{stdout}"
         );
         println!("{plugin:?}: 8 threads x {devices} devices x {steps} chained nowait regions in {seconds:.2} s");

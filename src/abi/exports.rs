@@ -9,12 +9,12 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use super::memory::{read_bytes, read_c_string};
 use super::types::{AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, TargetTable, OFFLOAD_SUCCESS};
 use super::{device_numbers, guard, images, interop, non_null, size_arg};
 use crate::backend::{AllocKind, IMAGE_HEADER_BYTES};
 use crate::plugin::{LaunchRequest, PluginApi};
 use crate::util::error::{Error, Result};
+use crate::util::foreign_memory::{read_bytes, read_c_string};
 use crate::util::log;
 
 /// Most kernel arguments read from libomptarget's arrays, a bound on what a corrupt count can make us

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::{LazyLock, Mutex};
 
-use super::memory::{read_bytes, read_c_string};
 use super::non_null;
 use super::types::{BinDesc, DeviceImage, OffloadEntry, TargetTable};
 use crate::plugin::HostEntry;
 use crate::util::error::{Error, Result};
+use crate::util::foreign_memory::{read_bytes, read_c_string};
 use crate::util::raw_box::RawBox;
 use crate::util::sync::lock;
 
@@ -79,6 +79,7 @@ pub fn read_entries(desc: &DeviceImage) -> Result<(Vec<OffloadEntry>, Vec<HostEn
             name,
             size: entry.size,
             flags: entry.flags,
+            host_addr: entry.addr as usize,
         });
         entries.push(entry);
     }

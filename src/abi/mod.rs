@@ -8,7 +8,6 @@ pub mod exports;
 pub mod handlers;
 pub mod images;
 pub mod interop;
-pub mod memory;
 pub mod types;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

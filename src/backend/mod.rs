@@ -107,6 +107,10 @@ pub struct DeviceLimits {
     /// Whether small device allocations are expensive enough to recycle through the core's memory
     /// manager (`LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`).
     pub recycle_allocations: bool,
+    /// Whether kernels can read and write the host's ordinary (pageable) memory at its host address,
+    /// which `requires unified_shared_memory` relies on: the host's own memory on a CPU, pageable
+    /// memory access (HMM, ATS) on a GPU.
+    pub reads_host_memory: bool,
 }
 
 /// The launch the core computed for one kernel: 1-D grid and block, dynamic shared memory.
@@ -229,22 +233,15 @@ pub trait Backend: Send + Sync + Sized + 'static {
     }
 
     /// Allocates `size` (> 0) bytes of `kind` memory. `Host` memory must be addressable by the host at
-    /// the returned address and by the device.
+    /// the returned address and by the device. When the device (or host) has no room, the error must
+    /// be [`Error::OutOfMemory`](crate::util::error::Error): the core then frees the small blocks it
+    /// caches and tries once more; any other error kind fails the allocation at once.
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void>;
-    /// Device memory for the device code's own `malloc`, served by the RPC server while kernels run.
-    /// It must not wait for running kernels: the kernel that asked may be waiting for the answer (the
-    /// CUDA driver's `cuMemAlloc`/`cuMemFree` may synchronise with the device; stream-ordered
-    /// allocation does not). By default, [`Backend::alloc`] of device memory.
-    fn alloc_for_kernels(&self, device: usize, size: usize) -> Result<*mut c_void> {
-        self.alloc(device, size, AllocKind::Device)
-    }
-    /// Frees memory from [`Backend::alloc_for_kernels`], without waiting for running kernels.
-    ///
-    /// # Safety
-    /// `ptr` came from `alloc_for_kernels` on `device` and nothing uses it any more.
-    unsafe fn free_for_kernels(&self, device: usize, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: forwarded from this function's contract; the default allocation is device memory.
-        unsafe { self.free(device, ptr, AllocKind::Device) }
+    /// Whether device code's `malloc` (served by the host) must come from device memory reserved
+    /// before kernels that may call the host run, because the driver cannot safely allocate or free
+    /// while a kernel runs (true of GPUs, the default); the host device serves it with `alloc`.
+    fn reserves_device_heap(&self) -> bool {
+        true
     }
     /// Frees memory returned by `alloc` with the same kind.
     ///

@@ -18,6 +18,9 @@ use crate::util::error::{Context, Error, Result};
 use crate::util::log;
 use crate::util::sync::{lock, write};
 
+/// `OMP_REQ_UNIFIED_SHARED_MEMORY` of the flags `init_requires` passes.
+const REQUIRES_UNIFIED_SHARED_MEMORY: i64 = 0x008;
+
 /// The generic plugin over backend `B`.
 pub struct Core<B: Backend> {
     backend: &'static B,
@@ -169,7 +172,7 @@ impl<B: Backend> Core<B> {
         } else {
             Ok(())
         };
-        slot.end_rpc_kernels();
+        slot.end_rpc_kernels(&device.rpc_kernels_in_flight);
         device.queues.release(slot)?;
         waited
     }
@@ -325,8 +328,40 @@ impl<B: Backend> Core<B> {
             limits,
             &self.config,
         )?;
+        if self.requires_flags.load(Ordering::Relaxed) & REQUIRES_UNIFIED_SHARED_MEMORY != 0 {
+            self.share_globals_with_the_host(device, entries, &resolved.addresses, limits)?;
+        }
         let services = rpc_link::attach(self, device, module, elf_image)?;
         Ok((resolved, services))
+    }
+
+    /// Under `requires unified_shared_memory`, device code uses the host's copy of every global, as
+    /// libomptarget 16's generic plugin arranges (`registerGlobalOffloadEntry`): each global of the
+    /// image gets the host global's current bytes, which for clang's `<name>_decl_tgt_ref_ptr` of a
+    /// `declare target` variable is the host variable's address. A device that cannot read the host's
+    /// memory is named once, since its kernels would fault on the first host address.
+    fn share_globals_with_the_host(
+        &self,
+        device: &Device<B>,
+        entries: &[HostEntry],
+        addresses: &[usize],
+        limits: &crate::backend::DeviceLimits,
+    ) -> Result<()> {
+        if !limits.reads_host_memory {
+            log::error(format_args!(
+                "device {}: the program requires unified_shared_memory, but this device cannot read the \
+                 host's memory (no pageable memory access); its target regions will fault on host \
+                 addresses. Run it on a device that offers it, or drop the requires directive.",
+                device.index
+            ));
+        }
+        for (entry, &address) in entries.iter().zip(addresses).filter(|(e, _)| e.size > 0) {
+            let what = || format!("the host's value of global '{}'", entry.name.to_string_lossy());
+            let bytes = crate::util::foreign_memory::read_bytes(&what(), entry.host_addr, entry.size)?;
+            self.write_device(device, address as *mut c_void, &bytes)
+                .context(|| format!("writing {} (unified shared memory)", what()))?;
+        }
+        Ok(())
     }
 
     /// Unloads one image: its kernels leave the kernel map first, so that a stale entry address is
@@ -375,6 +410,7 @@ impl<B: Backend> Core<B> {
         for image in images {
             note(self.unload(device, image));
         }
+        note(rpc_link::release_heap(device));
         if let Some(manager) = device.memory_manager.get() {
             manager.release_all(|ptr| {
                 // SAFETY: cached blocks were allocated by the backend as device memory, and were freed
@@ -391,7 +427,7 @@ impl<B: Backend> Core<B> {
                 .teardown(|e| self.backend.destroy_event(device.index, &e.event)),
         );
         note(device.queues.teardown(|q| {
-            q.end_rpc_kernels();
+            q.end_rpc_kernels(&device.rpc_kernels_in_flight);
             self.backend.destroy_queue(device.index, &q.queue)
         }));
         note(self.backend.deinit_device(device.index));
@@ -674,11 +710,19 @@ impl<B: Backend> PluginApi for Core<B> {
                     ),
                 );
             }
-            if device.uses_rpc() {
+            // Host-calling launches hold the gate shared until their kernel is counted in flight, so
+            // that the device heap grows (holding it exclusively) only while none is in flight.
+            let _gate = if device.uses_rpc() {
+                rpc_link::before_host_calling_launch(device)?;
+                let gate = crate::util::sync::read(&device.rpc_launch_gate);
                 #[cfg(feature = "rpc")]
                 crate::rpc::service::kernel_started()?;
                 slot.rpc_kernels.fetch_add(1, Ordering::AcqRel);
-            }
+                device.rpc_kernels_in_flight.fetch_add(1, Ordering::AcqRel);
+                Some(gate)
+            } else {
+                None
+            };
             // SAFETY: `kernel` is a registered kernel of this device; the arguments are forwarded from
             // this function's contract.
             unsafe {
@@ -712,13 +756,24 @@ impl<B: Backend> PluginApi for Core<B> {
             return Ok(());
         }
         let slot = device.queue(*queue)?;
-        if self.backend.is_idle(device.index, &slot.queue)? {
+        match self.backend.is_idle(device.index, &slot.queue) {
             // Idle: collect the outcome of its work, as synchronising would.
-            let result = self.finish_queue(device, slot, true);
-            *queue = std::ptr::null_mut();
-            return result;
+            Ok(true) => {
+                let result = self.finish_queue(device, slot, true);
+                *queue = std::ptr::null_mut();
+                result
+            }
+            Ok(false) => Ok(()),
+            // The driver reports the queue's work failed: as the stock plugin does, the queue goes
+            // back and the async info forgets it, so that libomptarget does not query it for ever.
+            Err(e) => {
+                if let Err(release) = self.finish_queue(device, slot, false) {
+                    log::device_info(device.index, format_args!("releasing a failed queue: {release}"));
+                }
+                *queue = std::ptr::null_mut();
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     fn create_event(&self, id: i32) -> Result<*mut c_void> {

@@ -35,14 +35,15 @@ impl<B: Backend> QueueSlot<B> {
     }
 
     /// The queue's kernels that may call the host are over (waited for, or abandoned at teardown):
-    /// they stop keeping the serving thread awake.
-    pub fn end_rpc_kernels(&self) {
+    /// they stop keeping the serving thread awake, and leave `in_flight`, their device's count.
+    pub fn end_rpc_kernels(&self, in_flight: &AtomicUsize) {
         // Only this queue's owner launches on it, so a plain load finds the count without an atomic
         // read-modify-write on every synchronisation of a program that never calls the host.
         if self.rpc_kernels.load(Ordering::Acquire) == 0 {
             return;
         }
         let kernels = self.rpc_kernels.swap(0, Ordering::AcqRel);
+        in_flight.fetch_sub(kernels, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
         crate::rpc::service::kernels_finished(kernels);
         #[cfg(not(feature = "rpc"))]
@@ -157,7 +158,12 @@ pub struct Device<B: Backend> {
     /// What the device's code gets from `malloc`, shared by the servers of all its images; made by
     /// the first image that asks for host services.
     #[cfg(feature = "rpc")]
-    pub rpc_heap: OnceLock<std::sync::Arc<crate::rpc::server::DeviceHeap>>,
+    pub rpc_heap: Mutex<Option<std::sync::Arc<crate::rpc::heap::DeviceHeap>>>,
+    /// Kernels that may call the host in flight on the device (all its queues).
+    pub rpc_kernels_in_flight: AtomicUsize,
+    /// Held shared by a launch of a kernel that may call the host until the kernel is counted in
+    /// `rpc_kernels_in_flight`, and exclusively while the device heap reserves more memory.
+    pub rpc_launch_gate: RwLock<()>,
     /// Loaded images with a server of their own; read on every launch without a lock.
     pub rpc_images: AtomicUsize,
 }
@@ -178,7 +184,9 @@ impl<B: Backend> Device<B> {
             pinned: PinnedRanges::default(),
             memory_manager: OnceLock::new(),
             #[cfg(feature = "rpc")]
-            rpc_heap: OnceLock::new(),
+            rpc_heap: Mutex::new(None),
+            rpc_kernels_in_flight: AtomicUsize::new(0),
+            rpc_launch_gate: RwLock::new(()),
             rpc_images: AtomicUsize::new(0),
         }
     }

@@ -39,6 +39,9 @@ pub struct HostEntry {
     pub size: usize,
     /// The entry's flags (link, ctor, dtor).
     pub flags: i32,
+    /// For a global, its host address (whose value is copied to the device's global under
+    /// `requires unified_shared_memory`); for a kernel, the host region id.
+    pub host_addr: usize,
 }
 
 #[cfg(test)]
@@ -50,11 +53,13 @@ impl HostEntry {
             name: CString::new(name.as_str()).unwrap(),
             size: 0,
             flags: 0,
+            host_addr: 0,
         };
         let counter = HostEntry {
             name: CString::new("counter").unwrap(),
             size: 4,
             flags: 0,
+            host_addr: 0,
         };
         kernels.iter().map(kernel).chain([counter]).collect()
     }

@@ -26,7 +26,7 @@
 //! 40 ns per other image (352, 392, 484 ns) — small beside a call, for the one to three images a
 //! program has.
 //!
-//! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::server::DeviceHeap`]),
+//! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::heap::DeviceHeap`]),
 //! which every image's server shares, so memory that one library's code allocated may be freed by
 //! another's.
 
@@ -63,12 +63,12 @@ impl<B: Backend> BackendMemory<B> {
 #[cfg(feature = "rpc")]
 impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
     fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        self.backend.alloc_for_kernels(self.device, size)
+        self.backend.alloc(self.device, size, AllocKind::Device)
     }
 
     unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc` above.
-        unsafe { self.backend.free_for_kernels(self.device, ptr) }
+        // SAFETY: per the trait's contract, `ptr` came from `alloc` above, device memory.
+        unsafe { self.backend.free(self.device, ptr, AllocKind::Device) }
     }
 
     fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
@@ -207,7 +207,7 @@ pub fn attach<B: Backend>(
     elf_image: Option<&elf::Image>,
 ) -> Result<ImageServices> {
     use crate::rpc::mailbox::LANE_SIZES;
-    use crate::rpc::server::{DeviceHeap, RpcServer};
+    use crate::rpc::server::RpcServer;
     use crate::rpc::{ffi, registry};
     use crate::util::error::Context;
     use crate::util::log;
@@ -232,12 +232,9 @@ pub fn attach<B: Backend>(
         None => limits.lane_size,
     };
     let ports = core.config().rpc_ports.unwrap_or(limits.rpc_ports);
-    let heap = Arc::clone(
-        device
-            .rpc_heap
-            .get_or_init(|| DeviceHeap::new(Arc::new(BackendMemory::new(core.backend(), device.index)))),
-    );
-    let server = RpcServer::with_heap(device.index, ports, lanes, heap)
+    let memory: Arc<dyn crate::rpc::DeviceMemory> = Arc::new(BackendMemory::new(core.backend(), device.index));
+    let heap = device_heap(core, device, &memory, &limits)?;
+    let server = RpcServer::with_heap(device.index, ports, lanes, memory, heap)
         .context(|| format!("starting host services for device {}", device.index))?;
     let published = core
         .write_device(device, target as *mut c_void, &server.client_bytes())
@@ -262,6 +259,77 @@ pub fn attach<B: Backend>(
         ),
     );
     Ok(ImageServices { server: Some(server) })
+}
+
+/// The heap of the device's code, made (and on a GPU reserved) by the first image with host services,
+/// when no kernel that may call the host can be in flight on the device. Each reservation is
+/// `OMPRPC_DEVICE_HEAP_SIZE` bytes, by default a sixteenth of the device's memory up to 256 MiB: 32
+/// times the 8 MiB that CUDA gives a kernel's own `malloc` by default, and at most 1/16 of a small
+/// GPU's memory (0.3% of an 80 GB one), reserved once per device.
+#[cfg(feature = "rpc")]
+fn device_heap<B: Backend>(
+    core: &super::core::Core<B>,
+    device: &Device<B>,
+    memory: &std::sync::Arc<dyn crate::rpc::DeviceMemory>,
+    limits: &crate::backend::DeviceLimits,
+) -> Result<std::sync::Arc<crate::rpc::heap::DeviceHeap>> {
+    use crate::util::error::Context;
+    let mut slot = crate::util::sync::lock(&device.rpc_heap);
+    if let Some(heap) = &*slot {
+        return Ok(std::sync::Arc::clone(heap));
+    }
+    let chunk = core.backend().reserves_device_heap().then(|| {
+        let default = match limits.memory_bytes {
+            0 => DEFAULT_HEAP_BYTES,
+            bytes => (bytes / 16).min(DEFAULT_HEAP_BYTES as u64) as usize,
+        };
+        core.config().rpc_heap_bytes.unwrap_or(default)
+    });
+    let heap = crate::rpc::heap::DeviceHeap::new(device.index, std::sync::Arc::clone(memory), chunk)
+        .context(|| format!("reserving device memory for device code's malloc ({chunk:?} bytes)"))?;
+    *slot = Some(std::sync::Arc::clone(&heap));
+    Ok(heap)
+}
+
+/// The most a device's heap reserves at a time by default (see [`device_heap`]).
+#[cfg(feature = "rpc")]
+const DEFAULT_HEAP_BYTES: usize = 256 << 20;
+
+/// Gives the device heap's reservations back, at teardown, once the device's images are unloaded.
+#[cfg(feature = "rpc")]
+pub fn release_heap<B: Backend>(device: &Device<B>) -> Result<()> {
+    match crate::util::sync::lock(&device.rpc_heap).take() {
+        Some(heap) => heap.release(),
+        None => Ok(()),
+    }
+}
+
+/// Without host services there is no heap.
+#[cfg(not(feature = "rpc"))]
+pub fn release_heap<B: Backend>(_device: &Device<B>) -> Result<()> {
+    Ok(())
+}
+
+/// Before a launch of a kernel that may call the host: if device code's `malloc` ran out of room,
+/// reserves more, provided no such kernel is in flight on the device (else a later launch does).
+#[cfg(feature = "rpc")]
+pub fn before_host_calling_launch<B: Backend>(device: &Device<B>) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    let heap = crate::util::sync::lock(&device.rpc_heap).clone();
+    let Some(heap) = heap.filter(|h| h.needs_more()) else {
+        return Ok(());
+    };
+    let _exclusive = crate::util::sync::write(&device.rpc_launch_gate);
+    if device.rpc_kernels_in_flight.load(Ordering::Acquire) == 0 {
+        heap.grow_if_exhausted()?;
+    }
+    Ok(())
+}
+
+/// Without host services nothing is reserved.
+#[cfg(not(feature = "rpc"))]
+pub fn before_host_calling_launch<B: Backend>(_device: &Device<B>) -> Result<()> {
+    Ok(())
 }
 
 /// Without host services, an image that asks for them is loaded without a server, and says so.

@@ -140,6 +140,7 @@ impl Backend for FakeGpu {
             max_kernel_args: 64,
             rpc_ports: 64,
             recycle_allocations: true,
+            reads_host_memory: false,
         })
     }
 
@@ -412,6 +413,7 @@ fn entries(specs: &[(&str, usize)]) -> Vec<HostEntry> {
             name: CString::new(name).unwrap(),
             size,
             flags: 0,
+            host_addr: 0,
         })
         .collect()
 }
@@ -483,6 +485,7 @@ fn the_device_environment_is_written_with_llvm_16_layout() {
         name: CString::new("__omp_rtl_device_environment").unwrap(),
         size: 16,
         flags: 0,
+        host_addr: 0,
     };
     let loaded = core.load_image(1, 0x4000, &image(), &[with_env]).unwrap();
     let env: [u32; 4] = read_device(loaded.addresses[0]);

@@ -11,6 +11,8 @@
 //! lives in the ABI layer.
 
 pub mod ffi;
+#[cfg(feature = "rpc")]
+pub mod heap;
 pub mod mailbox;
 #[cfg(feature = "rpc")]
 pub mod port;
@@ -34,7 +36,7 @@ pub const CLIENT_SYMBOL: &std::ffi::CStr = c"__llvm_libc_rpc_client";
 
 /// Memory of one device as the RPC server needs it.
 pub trait DeviceMemory: Send + Sync {
-    /// Device memory for the device's `malloc`.
+    /// Device memory for the device's `malloc` (a block, or a reservation the heap divides).
     fn alloc(&self, size: usize) -> Result<*mut c_void>;
     /// Frees what `alloc` returned.
     ///

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::ffi::{self, opcode};
+use super::heap::{DeviceHeap, Freed};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use super::port::{Finished, Port};
 use super::registry::Registered;
 use super::DeviceMemory;
-use crate::util::address_map::AddressSet;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
@@ -62,25 +62,6 @@ extern "C" fn device_exit(status: libc::c_int) -> ! {
     unsafe {
         libc::fflush(std::ptr::null_mut());
         quick_exit(status)
-    }
-}
-
-/// The memory a device's code gets from `malloc`, shared by the servers of all the device's images:
-/// a block that one image's code allocated may be freed by another's, and a bad `free` is refused
-/// whichever server sees it.
-pub struct DeviceHeap {
-    memory: Arc<dyn DeviceMemory>,
-    /// Blocks handed out by the device's `malloc`, so that a bad `free` is refused, not obeyed.
-    blocks: Mutex<AddressSet>,
-}
-
-impl DeviceHeap {
-    /// A heap over `memory`, with nothing handed out yet.
-    pub fn new(memory: Arc<dyn DeviceMemory>) -> Arc<DeviceHeap> {
-        Arc::new(DeviceHeap {
-            memory,
-            blocks: Mutex::new(AddressSet::default()),
-        })
     }
 }
 
@@ -152,24 +133,13 @@ unsafe extern "C" fn free_mailbox(ptr: *mut c_void, data: *mut c_void) {
     }));
 }
 
-/// Serves MALLOC: the client sends the size, and receives the pointer.
+/// Serves MALLOC: the client sends the size, and receives the pointer (null when there is no room).
 unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
     unsafe extern "C" fn fill(buffer: *mut ffi::Buffer, data: *mut c_void) {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: `data` is the server's `CallbackState`; `buffer` is a live packet of this port.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &mut *buffer) };
-            let size = buffer.data[0] as usize;
-            let ptr = match state.heap.memory.alloc(size.max(1)) {
-                Ok(ptr) => {
-                    lock(&state.heap.blocks).insert(ptr as usize);
-                    ptr
-                }
-                Err(e) => {
-                    log::device_info(state.device, format_args!("device malloc({size}) failed: {e}"));
-                    std::ptr::null_mut()
-                }
-            };
-            buffer.data[0] = ptr as u64;
+            buffer.data[0] = state.heap.malloc(buffer.data[0] as usize) as u64;
         }));
     }
     // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
@@ -186,21 +156,17 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             if ptr == 0 {
                 return;
             }
-            let known = lock(&state.heap.blocks).remove(&ptr);
-            if known {
-                // SAFETY: `ptr` was handed out by the device's MALLOC and not freed since.
-                if let Err(e) = unsafe { state.heap.memory.free(ptr as *mut c_void) } {
-                    log::error(format_args!(
-                        "device {}: free({ptr:#x}) from the device: {e}",
-                        state.device
-                    ));
-                }
-            } else {
-                log::error(format_args!(
+            match state.heap.free(ptr) {
+                Ok(Freed::Done) => {}
+                Ok(Freed::NotABlock) => log::error(format_args!(
                     "device {}: free({ptr:#x}) of memory that is not a live block of the device's malloc \
                      (freed already, or never returned by it); ignored",
                     state.device
-                ));
+                )),
+                Err(e) => log::error(format_args!(
+                    "device {}: free({ptr:#x}) from the device: {e}",
+                    state.device
+                )),
             }
         }));
     }
@@ -262,15 +228,21 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
 
 impl RpcServer {
     /// Creates a server of `device` with `ports` ports of `lane_size` lanes, its mailbox from
-    /// `memory`, and a device heap of its own; see [`RpcServer::with_heap`].
+    /// `memory`, and a heap of its own served directly by `memory`; see [`RpcServer::with_heap`].
     pub fn new(device: usize, ports: u32, lane_size: u32, memory: Arc<dyn DeviceMemory>) -> Result<Arc<RpcServer>> {
-        RpcServer::with_heap(device, ports, lane_size, DeviceHeap::new(memory))
+        let heap = DeviceHeap::new(device, Arc::clone(&memory), None)?;
+        RpcServer::with_heap(device, ports, lane_size, memory, heap)
     }
 
-    /// Creates a server of `device` with `ports` ports of `lane_size` lanes, its mailbox from the
-    /// heap's memory, MALLOC/FREE served from `heap` (which the device's other servers may share).
-    pub fn with_heap(device: usize, ports: u32, lane_size: u32, heap: Arc<DeviceHeap>) -> Result<Arc<RpcServer>> {
-        let memory = Arc::clone(&heap.memory);
+    /// Creates a server of `device` with `ports` ports of `lane_size` lanes, its mailbox from
+    /// `memory`, MALLOC/FREE served from `heap` (which the device's other servers share).
+    pub fn with_heap(
+        device: usize,
+        ports: u32,
+        lane_size: u32,
+        memory: Arc<dyn DeviceMemory>,
+        heap: Arc<DeviceHeap>,
+    ) -> Result<Arc<RpcServer>> {
         if ports == 0 || ports as usize > super::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
                 "{ports} RPC ports is not from 1 to {}",
@@ -500,6 +472,11 @@ pub(crate) mod tests {
     }
 
     impl CountingMemory {
+        /// Allocations not yet freed.
+        pub(crate) fn live(&self) -> usize {
+            self.live.load(Ordering::SeqCst)
+        }
+
         /// Size of the last shared (mailbox) allocation.
         pub(crate) fn last_shared_size(&self) -> usize {
             self.last_shared.load(Ordering::SeqCst)

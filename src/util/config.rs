@@ -107,6 +107,9 @@ pub struct Config {
     pub device_stack_bytes: Option<usize>,
     /// `LIBOMPTARGET_HEAP_SIZE`: the GPU's device-side `malloc` heap, set on the device when given.
     pub device_heap_bytes: Option<usize>,
+    /// `OMPRPC_DEVICE_HEAP_SIZE`: bytes reserved at a time on a GPU for device code's `malloc` served
+    /// by the host (host services), or the default from the device's memory.
+    pub rpc_heap_bytes: Option<usize>,
     /// `OMPRPC_CUDA_LIBRARY`: the CUDA driver library to open instead of `libcuda.so.1`/`libcuda.so`.
     pub cuda_library: Option<String>,
 }
@@ -186,6 +189,7 @@ impl Config {
                 .unwrap_or(0) as u32,
             device_stack_bytes: optional_count(&lookup, "LIBOMPTARGET_STACK_SIZE", 0, usize::MAX, "the driver's"),
             device_heap_bytes: optional_count(&lookup, "LIBOMPTARGET_HEAP_SIZE", 0, usize::MAX, "the driver's"),
+            rpc_heap_bytes: optional_count(&lookup, "OMPRPC_DEVICE_HEAP_SIZE", 1, 1 << 40, "the device's default"),
             cuda_library: lookup("OMPRPC_CUDA_LIBRARY").filter(|path| !path.trim().is_empty()),
         }
     }

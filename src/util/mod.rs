@@ -1,5 +1,6 @@
 //! What every layer uses: the error type, settings, messages, poison-tolerant locking, address-keyed
-//! maps, a bounds-checked ELF reader and test-time fault injection. Nothing here knows about
+//! maps, a bounds-checked ELF reader, checked reads of memory others point us at, and test-time fault
+//! injection. Nothing here knows about
 //! libomptarget, a backend or RPC, so the layers above depend on it and it on none of them.
 
 pub mod address_map;
@@ -9,6 +10,7 @@ pub mod config;
 pub mod elf;
 pub mod error;
 pub mod fault;
+pub mod foreign_memory;
 pub mod log;
 pub mod raw_box;
 pub mod sync;

@@ -66,9 +66,26 @@ struct CudaDevice {
     peers: Mutex<Vec<Option<bool>>>,
     /// Host ranges this device pinned itself (another device may have pinned a range first).
     registered: Mutex<HashSet<usize>>,
-    /// The stream on which device code's `malloc` and `free` are served with stream-ordered
-    /// allocation, made on first use; `None` inside when the device or driver has none.
-    memory_stream: Mutex<Option<Option<Handle>>>,
+}
+
+/// `CUDA_ERROR_DEINITIALIZED`: the driver is shutting down.
+const CUDA_ERROR_DEINITIALIZED: i64 = 4;
+
+/// What releasing something came to when the driver has begun shutting down (at exit, before
+/// libomptarget tears the plugin down): the driver frees it all itself, and the stock plugin says
+/// nothing, so neither does this one. Any other failure is kept.
+fn released(result: Result<()>) -> Result<()> {
+    fn shutting_down(error: &Error) -> bool {
+        match error {
+            Error::Driver { code, .. } => *code == CUDA_ERROR_DEINITIALIZED,
+            Error::Context { source, .. } => shutting_down(source),
+            _ => false,
+        }
+    }
+    match result {
+        Err(e) if shutting_down(&e) => Ok(()),
+        other => other,
+    }
 }
 
 /// The CUDA backend.
@@ -128,7 +145,6 @@ impl CudaBackend {
                 current: AtomicPtr::new(std::ptr::null_mut()),
                 peers: Mutex::new(vec![None; count]),
                 registered: Mutex::new(HashSet::new()),
-                memory_stream: Mutex::new(None),
             });
         }
         let version = api.driver_version().unwrap_or(0);
@@ -197,20 +213,8 @@ impl CudaBackend {
             max_kernel_args: MAX_KERNEL_ARGS,
             rpc_ports: default_rpc_ports(multiprocessors),
             recycle_allocations: true,
+            reads_host_memory: read(attribute::PAGEABLE_MEMORY_ACCESS)? != 0,
         })
-    }
-
-    /// Runs `op` with the device's stream for device code's allocations (made on first use, when the
-    /// device has memory pools and the driver stream-ordered allocation); `None` without one.
-    fn with_memory_stream<R>(&self, device: usize, op: impl FnOnce(Option<&Handle>) -> Result<R>) -> Result<R> {
-        let mut slot = lock(&self.devices[device].memory_stream);
-        if slot.is_none() {
-            let cuda = &self.devices[device];
-            let pools = self.api.attribute(cuda.device, attribute::MEMORY_POOLS_SUPPORTED)? != 0;
-            let usable = pools && self.api.has_stream_ordered_allocation();
-            *slot = Some(if usable { Some(Handle::stream(self.api)?) } else { None });
-        }
-        op(slot.as_ref().and_then(Option::as_ref))
     }
 
     /// Whether `src` reaches `dst`'s memory directly, asking the driver (and enabling it) once.
@@ -296,19 +300,13 @@ impl Backend for CudaBackend {
 
     fn deinit_device(&self, device: usize) -> Result<()> {
         let cuda = &self.devices[device];
-        let memory_stream = lock(&cuda.memory_stream).take().flatten();
-        let destroyed = match memory_stream {
-            Some(stream) => self.enter(device).and_then(|_| stream.destroy()),
-            None => Ok(()),
-        };
         cuda.current.store(std::ptr::null_mut(), Ordering::Release);
         lock(&cuda.peers).iter_mut().for_each(|p| *p = None);
         lock(&cuda.registered).clear();
-        let released = match lock(&cuda.context).take() {
+        released(match lock(&cuda.context).take() {
             Some(context) => context.release(),
             None => Ok(()),
-        };
-        destroyed.and(released)
+        })
     }
 
     fn load_module(&self, device: usize, bytes: &[u8]) -> Result<CudaModule> {
@@ -326,8 +324,7 @@ impl Backend for CudaBackend {
     }
 
     fn unload_module(&self, device: usize, module: CudaModule) -> Result<()> {
-        self.enter(device)?;
-        module.unload()
+        released(self.enter(device).and_then(|_| module.unload()))
     }
 
     fn kernel(&self, device: usize, module: &CudaModule, name: &CStr) -> Result<KernelSymbol<CudaKernel>> {
@@ -365,45 +362,13 @@ impl Backend for CudaBackend {
         Ok(ptr)
     }
 
-    fn alloc_for_kernels(&self, device: usize, size: usize) -> Result<*mut c_void> {
-        self.enter(device)?;
-        self.with_memory_stream(device, |stream| {
-            let Some(stream) = stream else {
-                return self.alloc(device, size, AllocKind::Device);
-            };
-            // SAFETY: the memory stream lives until `deinit_device`, which cannot run while the
-            // device's server serves (the core shuts the server down first).
-            let ptr = unsafe { self.api.alloc_device_async(size, stream.raw()) }?;
-            let ptr = ptr.ok_or_else(|| Error::Unsupported("stream-ordered allocation".into()))?;
-            // Wait for the allocation by polling: a driver synchronisation could wait for the very
-            // kernel that asked.
-            // SAFETY: as above.
-            while !unsafe { self.api.stream_is_idle(stream.raw()) }? {
-                std::thread::yield_now();
-            }
-            Ok(ptr as usize as *mut c_void)
-        })
-    }
-
-    unsafe fn free_for_kernels(&self, device: usize, ptr: *mut c_void) -> Result<()> {
-        self.enter(device)?;
-        self.with_memory_stream(device, |stream| match stream {
-            // SAFETY: `ptr` came from `alloc_for_kernels` (this function's contract); the stream is
-            // live as in `alloc_for_kernels`. The block is freed in the stream's order, with no wait.
-            Some(stream) if unsafe { self.api.free_device_async(device_ptr(ptr), stream.raw()) }? => Ok(()),
-            // SAFETY: as above, allocated without a memory stream.
-            _ => unsafe { self.free(device, ptr, AllocKind::Device) },
-        })
-    }
-
     unsafe fn free(&self, device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
-        self.enter(device)?;
-        match kind {
+        released(self.enter(device).and_then(|_| match kind {
             // SAFETY: per this function's contract, `ptr` came from `alloc` with this kind.
             AllocKind::Host => unsafe { self.api.free_host(ptr) },
             // SAFETY: as above.
             _ => unsafe { self.api.free_device(device_ptr(ptr)) },
-        }
+        }))
     }
 
     unsafe fn copy_to_device(
@@ -505,8 +470,7 @@ impl Backend for CudaBackend {
     }
 
     fn destroy_queue(&self, device: usize, queue: &Handle) -> Result<()> {
-        self.enter(device)?;
-        queue.destroy()
+        released(self.enter(device).and_then(|_| queue.destroy()))
     }
 
     fn queue_handle(&self, queue: &Handle) -> *mut c_void {
@@ -531,8 +495,7 @@ impl Backend for CudaBackend {
     }
 
     fn destroy_event(&self, device: usize, event: &Handle) -> Result<()> {
-        self.enter(device)?;
-        event.destroy()
+        released(self.enter(device).and_then(|_| event.destroy()))
     }
 
     fn event_handle(&self, event: &Handle) -> *mut c_void {
@@ -570,7 +533,7 @@ impl Backend for CudaBackend {
     fn unlock_host_memory(&self, device: usize, ptr: *mut c_void) -> Result<()> {
         self.enter(device)?;
         if lock(&self.devices[device].registered).remove(&(ptr as usize)) {
-            self.api.unregister_host(ptr)?;
+            released(self.api.unregister_host(ptr))?;
         }
         Ok(())
     }

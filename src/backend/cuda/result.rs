@@ -41,6 +41,15 @@ impl Api {
         })
     }
 
+    /// Like [`Api::check`] for an allocation of `bytes`, except that `CUDA_ERROR_OUT_OF_MEMORY` becomes
+    /// [`Error::OutOfMemory`], which the core answers by freeing the blocks it caches and trying again.
+    fn check_allocation(&self, call: &'static str, code: CuResult, bytes: usize) -> Result<()> {
+        if code == sys::CUDA_ERROR_OUT_OF_MEMORY {
+            return Err(Error::OutOfMemory { size: bytes });
+        }
+        self.check(call, code)
+    }
+
     // Initialisation and devices.
 
     /// `cuInit(0)`.
@@ -292,7 +301,11 @@ impl Api {
     pub fn alloc_device(&self, bytes: usize) -> Result<CuDevicePtr> {
         let mut ptr = 0;
         // SAFETY: `ptr` is writable.
-        self.check("cuMemAlloc_v2", unsafe { (self.f().cuMemAlloc_v2)(&mut ptr, bytes) })?;
+        self.check_allocation(
+            "cuMemAlloc_v2",
+            unsafe { (self.f().cuMemAlloc_v2)(&mut ptr, bytes) },
+            bytes,
+        )?;
         Ok(ptr)
     }
 
@@ -305,47 +318,15 @@ impl Api {
         self.check("cuMemFree_v2", unsafe { (self.f().cuMemFree_v2)(ptr) })
     }
 
-    /// Whether the driver has stream-ordered allocation (`cuMemAllocAsync`, `cuMemFreeAsync`).
-    pub fn has_stream_ordered_allocation(&self) -> bool {
-        self.driver.optional.cuMemAllocAsync.is_some() && self.driver.optional.cuMemFreeAsync.is_some()
-    }
-
-    /// Device memory allocated in `stream`'s order, without waiting for running kernels; `None` when
-    /// the driver lacks stream-ordered allocation.
-    ///
-    /// # Safety
-    /// `stream` is a live stream of this driver.
-    pub unsafe fn alloc_device_async(&self, bytes: usize, stream: CuHandle) -> Result<Option<CuDevicePtr>> {
-        let Some(alloc) = self.driver.optional.cuMemAllocAsync else {
-            return Ok(None);
-        };
-        let mut ptr = 0;
-        // SAFETY: `ptr` is writable; `stream` is live per this function's contract.
-        self.check("cuMemAllocAsync", unsafe { alloc(&mut ptr, bytes, stream) })?;
-        Ok(Some(ptr))
-    }
-
-    /// Frees device memory in `stream`'s order, without waiting for running kernels; `Ok(false)` when
-    /// the driver lacks stream-ordered allocation.
-    ///
-    /// # Safety
-    /// `ptr` is device memory of this driver that nothing uses any more; `stream` is live.
-    pub unsafe fn free_device_async(&self, ptr: CuDevicePtr, stream: CuHandle) -> Result<bool> {
-        let Some(free) = self.driver.optional.cuMemFreeAsync else {
-            return Ok(false);
-        };
-        // SAFETY: forwarded from this function's contract.
-        self.check("cuMemFreeAsync", unsafe { free(ptr, stream) })
-            .map(|()| true)
-    }
-
     /// Page-locked host memory the device can access.
     pub fn alloc_host(&self, bytes: usize) -> Result<*mut c_void> {
         let mut ptr = std::ptr::null_mut();
-        // SAFETY: `ptr` is writable.
-        self.check("cuMemAllocHost_v2", unsafe {
-            (self.f().cuMemAllocHost_v2)(&mut ptr, bytes)
-        })?;
+        self.check_allocation(
+            "cuMemAllocHost_v2",
+            // SAFETY: `ptr` is writable.
+            unsafe { (self.f().cuMemAllocHost_v2)(&mut ptr, bytes) },
+            bytes,
+        )?;
         Ok(ptr)
     }
 
@@ -361,10 +342,12 @@ impl Api {
     /// Managed memory, at one address for the host and every device.
     pub fn alloc_managed(&self, bytes: usize) -> Result<CuDevicePtr> {
         let mut ptr = 0;
-        // SAFETY: `ptr` is writable.
-        self.check("cuMemAllocManaged", unsafe {
-            (self.f().cuMemAllocManaged)(&mut ptr, bytes, sys::MEM_ATTACH_GLOBAL)
-        })?;
+        self.check_allocation(
+            "cuMemAllocManaged",
+            // SAFETY: `ptr` is writable.
+            unsafe { (self.f().cuMemAllocManaged)(&mut ptr, bytes, sys::MEM_ATTACH_GLOBAL) },
+            bytes,
+        )?;
         Ok(ptr)
     }
 

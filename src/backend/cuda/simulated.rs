@@ -66,6 +66,12 @@ pub struct World {
     contexts: HashMap<usize, CuDevice>,
     /// Device, managed and pinned host allocations: address → size.
     pub memory: HashMap<usize, usize>,
+    /// Bytes that may be allocated at once (device, managed and pinned together), when a test sets a
+    /// limit; past it allocations fail with `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub capacity: Option<usize>,
+    /// Driver calls that would deadlock on a real GPU (see `enter`); a test fails when any were made.
+    #[cfg(feature = "rpc")]
+    pub violations: Vec<String>,
     /// Host ranges registered with `cuMemHostRegister`.
     pub registered: HashSet<usize>,
     pub(super) modules: HashMap<usize, Module>,
@@ -136,10 +142,34 @@ pub fn live() -> (usize, usize, usize, usize, usize) {
     })
 }
 
-/// Counts a call, and fails it when armed.
+/// `CUDA_ERROR_UNKNOWN`.
+#[cfg(feature = "rpc")]
+const CUDA_ERROR_UNKNOWN: CuResult = 999;
+
+/// The driver's allocation and free calls, which must not be made while a kernel that may call the
+/// host is in flight.
+#[cfg(feature = "rpc")]
+const MEMORY_CALLS: [&str; 5] = [
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocHost_v2",
+    "cuMemFreeHost",
+    "cuMemAllocManaged",
+];
+
+/// Counts a call, and fails it when armed. An allocation or free made while serving a kernel's host
+/// call (so while that kernel is in flight) is recorded in `violations` and fails: on a real GPU it can
+/// deadlock.
 fn enter(w: &mut World, call: &'static str) -> Result<(), CuResult> {
     *w.calls.entry(call).or_default() += 1;
     w.log.push(call);
+    #[cfg(feature = "rpc")]
+    if MEMORY_CALLS.contains(&call) && crate::rpc::server::this_thread_is_serving() {
+        w.violations.push(format!(
+            "{call} while serving a host call of a running kernel: would deadlock on a real GPU"
+        ));
+        return Err(CUDA_ERROR_UNKNOWN);
+    }
     match w.fail {
         Some((armed, code)) if armed == call => {
             w.fail = None;
@@ -600,7 +630,8 @@ unsafe extern "C" fn cu_launch_kernel(
 }
 
 fn alloc(w: &mut World, bytes: usize) -> Result<usize, CuResult> {
-    if bytes > 1 << 40 {
+    let live: usize = w.memory.values().sum();
+    if bytes > 1 << 40 || w.capacity.is_some_and(|capacity| live + bytes > capacity) {
         return Err(sys::CUDA_ERROR_OUT_OF_MEMORY);
     }
     // SAFETY: calloc has no preconditions.
@@ -628,31 +659,6 @@ unsafe extern "C" fn cu_mem_alloc(ptr: *mut CuDevicePtr, bytes: usize) -> CuResu
             0
         },
         Err(code) => code,
-    })
-}
-
-unsafe extern "C" fn cu_mem_alloc_async(ptr: *mut CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult {
-    call("cuMemAllocAsync", |w| {
-        if !w.streams.contains_key(&(stream as usize)) {
-            return sys::CUDA_ERROR_INVALID_VALUE;
-        }
-        match alloc(w, bytes) {
-            // SAFETY: writable per the API.
-            Ok(p) => unsafe {
-                *ptr = p as CuDevicePtr;
-                0
-            },
-            Err(code) => code,
-        }
-    })
-}
-
-unsafe extern "C" fn cu_mem_free_async(ptr: CuDevicePtr, stream: CuHandle) -> CuResult {
-    call("cuMemFreeAsync", |w| {
-        if !w.streams.contains_key(&(stream as usize)) {
-            return sys::CUDA_ERROR_INVALID_VALUE;
-        }
-        free(w, ptr as usize)
     })
 }
 
@@ -939,10 +945,6 @@ pub fn driver() -> &'static Driver {
             cuEventDestroy_v2: cu_event_destroy,
             cuEventRecord: cu_event_record,
             cuEventSynchronize: cu_event_synchronize,
-        },
-        optional: super::sys::OptionalFunctions {
-            cuMemAllocAsync: Some(cu_mem_alloc_async),
-            cuMemFreeAsync: Some(cu_mem_free_async),
         },
     })
 }

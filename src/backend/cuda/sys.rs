@@ -73,6 +73,7 @@ pub mod attribute {
     pub const COMPUTE_CAPABILITY_MINOR: c_int = 76;
     pub const MANAGED_MEMORY: c_int = 83;
     pub const MULTI_GPU_BOARD: c_int = 84;
+    pub const PAGEABLE_MEMORY_ACCESS: c_int = 88;
     pub const CONCURRENT_MANAGED_ACCESS: c_int = 89;
     pub const COMPUTE_PREEMPTION_SUPPORTED: c_int = 90;
     pub const COOPERATIVE_LAUNCH: c_int = 95;
@@ -181,16 +182,6 @@ pub struct Functions {
     pub cuEventSynchronize: unsafe extern "C" fn(event: CuHandle) -> CuResult,
 }
 
-/// Entry points that older drivers lack (stream-ordered allocation, CUDA 11.2); the plugin works
-/// without them.
-#[derive(Clone, Copy)]
-#[allow(non_snake_case, missing_docs)]
-pub struct OptionalFunctions {
-    pub cuMemAllocAsync:
-        Option<unsafe extern "C" fn(ptr: *mut CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult>,
-    pub cuMemFreeAsync: Option<unsafe extern "C" fn(ptr: CuDevicePtr, stream: CuHandle) -> CuResult>,
-}
-
 /// Why the driver could not be opened.
 #[derive(Debug)]
 pub enum OpenError {
@@ -205,8 +196,6 @@ pub enum OpenError {
 pub struct Driver {
     /// The entry points.
     pub functions: Functions,
-    /// The entry points this driver may lack.
-    pub optional: OptionalFunctions,
     /// The file it came from, for messages ("libcuda.so.1", a simulated driver's name).
     pub library: String,
 }
@@ -289,18 +278,10 @@ impl Driver {
                 cuEventRecord,
                 cuEventSynchronize,
             );
-            // SAFETY: the types are these entry points' C signatures in the CUDA driver API.
-            let optional = unsafe {
-                OptionalFunctions {
-                    cuMemAllocAsync: library.get(b"cuMemAllocAsync\0").ok().map(|f| *f),
-                    cuMemFreeAsync: library.get(b"cuMemFreeAsync\0").ok().map(|f| *f),
-                }
-            };
             // The driver stays loaded: its functions are used until the process ends.
             std::mem::forget(library);
             return Ok(Driver {
                 functions,
-                optional,
                 library: path.to_string(),
             });
         }

@@ -441,13 +441,14 @@ fn every_driver_call_failing_once_is_reported_and_survived() {
         (Step::Teardown, "cuStreamDestroy_v2"),
         (Step::Teardown, "cuDevicePrimaryCtxRelease_v2"),
     ];
-    // Host services: reading the image's client pointer, the mailbox (pinned host memory), and the
-    // polling of a thread that waits for a kernel that may call the host.
+    // Host services: reading the image's client pointer, the mailbox (pinned host memory), the device
+    // heap's reservation, and the polling of a thread that waits for a kernel that may call the host.
     let host_services: &[(Step, &str)] = if cfg!(feature = "rpc") {
         &[
             (Step::Launch, "cuStreamQuery"),
             (Step::Load, "cuMemcpyDtoHAsync_v2"),
             (Step::Load, "cuMemAllocHost_v2"),
+            (Step::Load, "cuMemAlloc_v2"),
             (Step::Teardown, "cuMemFreeHost"),
         ]
     } else {
@@ -504,6 +505,7 @@ fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
         name: CString::new("__llvm_libc_rpc_client").unwrap(),
         size: 8,
         flags: 0,
+        host_addr: 0,
     });
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
     let pinned = |addr: usize| simulated::world().as_ref().unwrap().memory.contains_key(&addr);
@@ -560,17 +562,12 @@ fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
             *out.lock().unwrap() = (ptrs, replies.iter().map(|r| r[0]).collect::<Vec<_>>());
         }),
     );
-    let async_allocs = || {
+    let memory_calls = || {
         let world = simulated::world();
-        world
-            .as_ref()
-            .unwrap()
-            .calls
-            .get("cuMemAllocAsync")
-            .copied()
-            .unwrap_or(0)
+        let calls = &world.as_ref().unwrap().calls;
+        ["cuMemAlloc_v2", "cuMemFree_v2"].map(|c| calls.get(c).copied().unwrap_or(0))
     };
-    let allocs_before = async_allocs();
+    let calls_before = memory_calls();
     // SAFETY: the simulated kernel takes no arguments.
     unsafe { core.launch(0, loaded.addresses[1], &[], &LaunchRequest::default(), None) }.unwrap();
     let (ptrs, replies) = results.lock().unwrap().clone();
@@ -581,17 +578,26 @@ fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
         "one block per lane: {ptrs:x?}"
     );
     assert_eq!(
-        async_allocs() - allocs_before,
-        32,
-        "device malloc comes from device memory, stream-ordered so as not to wait for the kernel"
+        memory_calls(),
+        calls_before,
+        "device malloc and free make no driver call while the kernel runs"
     );
-    // FREE has no reply: the serving thread may still be at it when the kernel has ended.
-    let freed = || ptrs.iter().all(|p| !pinned(*p as usize));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !freed() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    assert!(freed(), "device free gives the blocks back");
+    assert_eq!(simulated::world().as_ref().unwrap().violations, Vec::<String>::new());
+    let reservation = {
+        let world = simulated::world();
+        let memory = &world.as_ref().unwrap().memory;
+        let (&base, &size) = memory.iter().max_by_key(|(_, &size)| size).unwrap();
+        base..base + size
+    };
+    assert_eq!(
+        reservation.len(),
+        256 << 20,
+        "the default reservation on an 80 GiB device"
+    );
+    assert!(
+        ptrs.iter().all(|&p| reservation.contains(&(p as usize))),
+        "the blocks come from the memory reserved when the image was loaded"
+    );
     let expected: Vec<u64> = (0..32)
         .map(|lane| if lane < 16 { (100 + lane) * 2 + lane } else { 0 })
         .collect();
@@ -726,6 +732,7 @@ fn ptx_images_are_handed_to_the_driver_to_compile() {
         name: CString::new("tiny_kernel").unwrap(),
         size: 0,
         flags: 0,
+        host_addr: 0,
     }];
     let loaded = core.load_image(0, 0x1000, ptx, &entries).unwrap();
     // SAFETY: the kernel takes no arguments and has no body here.
@@ -804,4 +811,128 @@ fn eight_threads_of_queued_copies_and_launches_keep_their_order() {
     simulated::clear_kernels();
     assert!(core.deinit().unwrap());
     assert_eq!(simulated::live(), (0, 0, 0, 0, 0), "everything released");
+}
+
+/// Under `requires unified_shared_memory` the device's globals get the host's values at load (for
+/// clang's `_decl_tgt_ref_ptr` globals, the host variable's address), through the driver's copy.
+#[test]
+fn unified_shared_memory_gives_device_globals_the_hosts_values() {
+    let _serial = serial();
+    let core = core_on(&[H100], &[]);
+    core.init_requires(0x008);
+    core.init_device(0).unwrap();
+    let image = cubin("sm_90");
+    let (mut entries, _, _) = entries_of(&image);
+    let host_counter: u32 = 0xC0FFEE;
+    let counter = entries.iter_mut().find(|e| e.size > 0).unwrap();
+    counter.host_addr = &host_counter as *const u32 as usize;
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    assert_eq!(
+        read::<u32>(loaded.addresses[2]),
+        0xC0FFEE,
+        "the device's counter holds the host's value"
+    );
+    // Without the requirement the device keeps the image's own value.
+    assert!(core.deinit().unwrap());
+    let core = core_on(&[H100], &[]);
+    core.init_device(0).unwrap();
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    assert_ne!(read::<u32>(loaded.addresses[2]), 0xC0FFEE);
+    assert!(core.deinit().unwrap());
+}
+
+/// When the driver runs out of memory, the core frees the small blocks its memory manager caches and
+/// tries again, so memory the program freed is never what makes an allocation fail.
+#[test]
+fn out_of_device_memory_frees_the_cache_and_retries() {
+    let _serial = serial();
+    let core = core_on(&[H100], &[]);
+    core.init_device(0).unwrap();
+    let live = || simulated::world().as_ref().unwrap().memory.values().sum::<usize>();
+    // Room for the blocks below and nothing more.
+    simulated::world().as_mut().unwrap().capacity = Some(live() + 16 * 4096);
+    let blocks: Vec<*mut c_void> = (0..16)
+        .map(|_| core.alloc(0, 4096, crate::backend::AllocKind::Device).unwrap())
+        .collect();
+    let full = core.alloc(0, 4096, crate::backend::AllocKind::Device).unwrap_err();
+    assert!(
+        matches!(full, crate::util::error::Error::OutOfMemory { size: 4096 }),
+        "the driver's CUDA_ERROR_OUT_OF_MEMORY is an out-of-memory error: {full}"
+    );
+    for block in &blocks {
+        core.free(0, *block as usize).unwrap();
+    }
+    // The freed blocks sit in the cache, so the device is still full; a block of another size misses
+    // the cache, runs out, and succeeds once the cache is given back to the driver.
+    let big = core.alloc(0, 8192, crate::backend::AllocKind::Device).unwrap();
+    assert!(!big.is_null());
+    assert!(
+        live() <= simulated::world().as_ref().unwrap().capacity.unwrap(),
+        "within the device's memory"
+    );
+    core.free(0, big as usize).unwrap();
+    assert!(core.deinit().unwrap());
+}
+
+/// A nowait region whose stream the driver reports failed: `query_async` fails naming the call, and,
+/// as with the stock plugin, the stream goes back to the pool and the async info forgets it.
+#[test]
+fn a_failed_query_releases_the_queue() {
+    let _serial = serial();
+    let core = core_on(&[H100], &[("LIBOMPTARGET_NUM_INITIAL_STREAMS", "1")]);
+    core.init_device(0).unwrap();
+    let image = cubin("sm_90");
+    let (entries, _, _) = entries_of(&image);
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let request = LaunchRequest {
+        nowait: true,
+        ..Default::default()
+    };
+    let mut info: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe { core.launch(0, loaded.addresses[0], &[], &request, Some(&mut info)) }.unwrap();
+    assert!(!info.is_null());
+    simulated::fail_next("cuStreamQuery", 999);
+    let err = core.query_async(0, &mut info).unwrap_err().to_string();
+    assert!(err.contains("cuStreamQuery"), "{err}");
+    assert!(info.is_null(), "the async info no longer holds the queue");
+    // The pool's one stream is free again: the next nowait region gets it, no new stream is made.
+    let mut again: *mut c_void = std::ptr::null_mut();
+    // SAFETY: as above.
+    unsafe { core.launch(0, loaded.addresses[0], &[], &request, Some(&mut again)) }.unwrap();
+    assert_eq!(simulated::world().as_ref().unwrap().calls["cuStreamCreate"], 1);
+    core.synchronize(0, &mut again).unwrap();
+    simulated::clear_kernels();
+    assert!(core.deinit().unwrap());
+}
+
+/// At exit the driver may already be shutting down when the plugin is torn down: every release then
+/// reports CUDA_ERROR_DEINITIALIZED, which is not a failure (as with the stock plugin, nothing is said).
+#[test]
+fn teardown_after_the_driver_shut_down_is_silent() {
+    for call in [
+        "cuModuleUnload",
+        "cuMemFree_v2",
+        "cuEventDestroy_v2",
+        "cuStreamDestroy_v2",
+        "cuDevicePrimaryCtxRelease_v2",
+    ] {
+        let _serial = serial();
+        let core = core_on(&[H100], &[]);
+        core.init_device(0).unwrap();
+        let image = cubin("sm_90");
+        let (entries, _, _) = entries_of(&image);
+        core.load_image(0, 0x1000, &image, &entries).unwrap();
+        let _block = core.alloc(0, 1 << 20, crate::backend::AllocKind::Device).unwrap();
+        simulated::fail_next(call, 4);
+        assert!(
+            core.deinit().is_ok(),
+            "{call} reporting CUDA_ERROR_DEINITIALIZED at teardown"
+        );
+        // Other failures still count.
+        let core = core_on(&[H100], &[]);
+        core.init_device(0).unwrap();
+        simulated::fail_next("cuDevicePrimaryCtxRelease_v2", 999);
+        assert!(core.deinit().is_err());
+    }
 }

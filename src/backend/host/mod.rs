@@ -114,6 +114,7 @@ impl Backend for HostBackend {
             // room, and the server's pass over the ports stays short.
             rpc_ports: (hardware_threads() * 2).next_power_of_two().clamp(16, 256),
             recycle_allocations: false,
+            reads_host_memory: true,
         })
     }
 
@@ -154,6 +155,10 @@ impl Backend for HostBackend {
         len: usize,
     ) -> Result<bool> {
         Ok(module.writable_segment_contains(addr, len))
+    }
+
+    fn reserves_device_heap(&self) -> bool {
+        false
     }
 
     fn alloc(&self, _device: usize, size: usize, _kind: AllocKind) -> Result<*mut c_void> {

@@ -1,5 +1,5 @@
 //! Reading memory that libomptarget (or a caller of the C API) points us at, without trusting the
-//! pointer: images, entry tables and names are copied with `process_vm_readv`, which reports an
+//! pointer: images, entry tables, names and host globals are copied with `process_vm_readv`, which reports an
 //! unmapped address as `EFAULT` instead of crashing the process.
 
 use std::ffi::CString;
