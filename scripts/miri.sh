@@ -1,8 +1,8 @@
 #!/bin/sh
 # Runs the unit tests of omprpc's pure-Rust parts under Miri, which reports undefined behaviour:
 # out-of-bounds or misaligned access, use after free, data races, and breaches of Rust's aliasing
-# rules (Stacked Borrows). Covered: the ABI layer's table building and guards (not abi::memory, whose
-# reads go through process_vm_readv, a system call Miri cannot run), the core over the fake backend
+# rules (Stacked Borrows). Covered: the ABI layer's table building and guards (not
+# util::foreign_memory, whose reads go through process_vm_readv, a system call Miri cannot run), the core over the fake backend
 # (images, launches, queues, events, memory manager, pinned ranges, handle pools, teardown), the
 # settings, messages, errors, ELF reader, address maps and fault injection, the mailbox layout, and
 # the CUDA and host image checks. Everything that calls C (dlopen, libc's RPC server, the CUDA
@@ -23,4 +23,4 @@ fi
 cargo "+$toolchain" miri setup
 MIRIFLAGS="${MIRIFLAGS:--Zmiri-ignore-leaks}" cargo "+$toolchain" miri test --lib --no-default-features -- \
   abi:: plugin:: util:: rpc::mailbox backend::cuda::image backend::host::elf_check backend::host::queue \
-  --skip abi::memory
+  --skip util::foreign_memory

@@ -30,7 +30,7 @@ use omprpc::abi::exports::{
     __tgt_rtl_init_device, __tgt_rtl_is_valid_binary, __tgt_rtl_is_valid_binary_info, __tgt_rtl_launch_kernel,
 };
 use omprpc::abi::images::{image_range, library_image_ranges, read_entries, read_image_descriptor};
-use omprpc::abi::memory::{read_bytes, read_c_string};
+use omprpc::util::foreign_memory::{read_bytes, read_c_string};
 use omprpc::abi::types::{BinDesc, DeviceImage, ImageInfo, KernelArgs, OffloadEntry, OFFLOAD_FAIL};
 use omprpc::backend::host::elf_check::check_x86_64_shared_object;
 use omprpc::backend::IMAGE_HEADER_BYTES;
@@ -150,7 +150,7 @@ fn init_plugin() {
         std::env::remove_var("LIBOMPTARGET_INFO");
         assert!(omprpc::plugin().device_count() > 0, "the host backend has devices");
         assert_eq!(__tgt_rtl_init_device(0), 0);
-        // Where process_vm_readv is forbidden (some seccomp profiles), abi/memory.rs falls back to a
+        // Where process_vm_readv is forbidden (some seccomp profiles), util/foreign_memory.rs falls back to a
         // plain copy, which no longer survives bad pointers: this target cannot run there.
         let (mut dst, src) = (0u8, 1u8);
         let local = libc::iovec {

@@ -526,8 +526,17 @@ impl Backend for CudaBackend {
         if self.api.register_host(ptr, size)? {
             lock(&self.devices[device].registered).insert(ptr as usize);
         }
-        // Under unified addressing the device reaches pinned memory at its host address.
-        Ok(ptr)
+        // The device reaches pinned memory at its host address when it says it can; otherwise at the
+        // address the driver gives, as the stock plugin hands it over.
+        let cuda = &self.devices[device];
+        if self
+            .api
+            .attribute(cuda.device, attribute::CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM)?
+            != 0
+        {
+            return Ok(ptr);
+        }
+        Ok(self.api.host_device_pointer(ptr)? as usize as *mut c_void)
     }
 
     fn unlock_host_memory(&self, device: usize, ptr: *mut c_void) -> Result<()> {

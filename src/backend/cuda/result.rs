@@ -366,6 +366,18 @@ impl Api {
         self.check("cuMemHostRegister_v2", code).map(|()| true)
     }
 
+    /// The device's address of pinned host memory at `ptr`, for devices that cannot use the host's.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn host_device_pointer(&self, ptr: *mut c_void) -> Result<CuDevicePtr> {
+        let mut device = 0;
+        // SAFETY: `device` is writable; the driver looks `ptr` up in its own table of pinned ranges
+        // and never touches the memory.
+        self.check("cuMemHostGetDevicePointer_v2", unsafe {
+            (self.f().cuMemHostGetDevicePointer_v2)(&mut device, ptr, 0)
+        })?;
+        Ok(device)
+    }
+
     /// Unpins a range pinned by `register_host`. The driver refuses a pointer it did not register
     /// (`CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`) and never touches the memory, so any pointer is safe.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]

@@ -24,6 +24,8 @@ pub struct SimGpu {
     pub minor: i32,
     /// Streaming multiprocessors.
     pub sms: i32,
+    /// Whether kernels may use a pinned range's host address (else the driver gives another).
+    pub host_pointers: bool,
 }
 
 /// A launch as the driver saw it.
@@ -316,6 +318,7 @@ unsafe extern "C" fn cu_device_get_attribute(value: *mut c_int, which: c_int, de
             a::COMPUTE_CAPABILITY_MAJOR => g.major,
             a::COMPUTE_CAPABILITY_MINOR => g.minor,
             a::UNIFIED_ADDRESSING | a::MANAGED_MEMORY | a::MEMORY_POOLS_SUPPORTED => 1,
+            a::CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => i32::from(g.host_pointers),
             _ => 0,
         };
         // SAFETY: writable per the API.
@@ -662,6 +665,27 @@ unsafe extern "C" fn cu_mem_alloc(ptr: *mut CuDevicePtr, bytes: usize) -> CuResu
     })
 }
 
+/// Where the simulated device sees pinned host memory when it cannot use the host address: the host
+/// address plus this (a device address that no host pointer equals).
+pub const DEVICE_ALIAS_OFFSET: usize = 1 << 56;
+
+unsafe extern "C" fn cu_mem_host_get_device_pointer(
+    dptr: *mut CuDevicePtr,
+    host: *mut c_void,
+    _flags: c_uint,
+) -> CuResult {
+    call("cuMemHostGetDevicePointer_v2", |w| {
+        let at = host as usize;
+        let pinned = w.registered.contains(&at) || w.memory.contains_key(&at);
+        if !pinned {
+            return sys::CUDA_ERROR_INVALID_VALUE;
+        }
+        // SAFETY: writable per the API.
+        unsafe { *dptr = (at + DEVICE_ALIAS_OFFSET) as CuDevicePtr };
+        sys::CUDA_SUCCESS
+    })
+}
+
 unsafe extern "C" fn cu_mem_free(ptr: CuDevicePtr) -> CuResult {
     call("cuMemFree_v2", |w| free(w, ptr as usize))
 }
@@ -932,6 +956,7 @@ pub fn driver() -> &'static Driver {
             cuMemAllocManaged: cu_mem_alloc_managed,
             cuMemHostRegister_v2: cu_mem_host_register,
             cuMemHostUnregister: cu_mem_host_unregister,
+            cuMemHostGetDevicePointer_v2: cu_mem_host_get_device_pointer,
             cuMemcpyHtoDAsync_v2: cu_memcpy_htod,
             cuMemcpyDtoHAsync_v2: cu_memcpy_dtoh,
             cuMemcpyDtoDAsync_v2: cu_memcpy_dtod,

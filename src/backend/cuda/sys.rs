@@ -76,6 +76,7 @@ pub mod attribute {
     pub const PAGEABLE_MEMORY_ACCESS: c_int = 88;
     pub const CONCURRENT_MANAGED_ACCESS: c_int = 89;
     pub const COMPUTE_PREEMPTION_SUPPORTED: c_int = 90;
+    pub const CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: c_int = 91;
     pub const COOPERATIVE_LAUNCH: c_int = 95;
     pub const MEMORY_POOLS_SUPPORTED: c_int = 115;
 }
@@ -157,6 +158,8 @@ pub struct Functions {
     pub cuMemAllocManaged: unsafe extern "C" fn(ptr: *mut CuDevicePtr, bytes: usize, flags: c_uint) -> CuResult,
     pub cuMemHostRegister_v2: unsafe extern "C" fn(ptr: *mut c_void, bytes: usize, flags: c_uint) -> CuResult,
     pub cuMemHostUnregister: unsafe extern "C" fn(ptr: *mut c_void) -> CuResult,
+    pub cuMemHostGetDevicePointer_v2:
+        unsafe extern "C" fn(dptr: *mut CuDevicePtr, host: *mut c_void, flags: c_uint) -> CuResult,
     pub cuMemcpyHtoDAsync_v2:
         unsafe extern "C" fn(dst: CuDevicePtr, src: *const c_void, bytes: usize, stream: CuHandle) -> CuResult,
     pub cuMemcpyDtoHAsync_v2:
@@ -264,6 +267,7 @@ impl Driver {
                 cuMemAllocManaged,
                 cuMemHostRegister_v2,
                 cuMemHostUnregister,
+                cuMemHostGetDevicePointer_v2,
                 cuMemcpyHtoDAsync_v2,
                 cuMemcpyDtoHAsync_v2,
                 cuMemcpyDtoDAsync_v2,

@@ -16,11 +16,18 @@ const H100: SimGpu = SimGpu {
     major: 9,
     minor: 0,
     sms: 132,
+    host_pointers: true,
 };
 const A10: SimGpu = SimGpu {
     major: 8,
     minor: 6,
     sms: 72,
+    host_pointers: true,
+};
+/// A device that reaches pinned host memory only at an address of the driver's.
+const NO_HOST_POINTERS: SimGpu = SimGpu {
+    host_pointers: false,
+    ..H100
 };
 
 fn cubin(arch: &str) -> Vec<u8> {
@@ -935,4 +942,34 @@ fn teardown_after_the_driver_shut_down_is_silent() {
         simulated::fail_next("cuDevicePrimaryCtxRelease_v2", 999);
         assert!(core.deinit().is_err());
     }
+}
+
+/// `data_lock` hands the device's address of the pinned range: the host address where the device can
+/// use it, else the one `cuMemHostGetDevicePointer` gives (as the stock plugin does).
+#[test]
+fn a_locked_range_is_handed_over_at_the_devices_address() {
+    let _serial = serial();
+    let core = core_on(&[H100, NO_HOST_POINTERS], &[]);
+    core.init_device(0).unwrap();
+    core.init_device(1).unwrap();
+    let mut host = vec![0u8; 8192];
+    let ptr = host.as_mut_ptr().cast::<c_void>();
+    assert_eq!(
+        core.lock_host(0, ptr, 8192).unwrap(),
+        ptr,
+        "a device that can use host pointers"
+    );
+    let aliased = core.lock_host(1, ptr, 8192).unwrap();
+    assert_eq!(
+        aliased as usize,
+        ptr as usize + simulated::DEVICE_ALIAS_OFFSET,
+        "the driver's address for the range"
+    );
+    assert_eq!(
+        simulated::world().as_ref().unwrap().calls["cuMemHostGetDevicePointer_v2"],
+        1
+    );
+    core.unlock_host(0, ptr).unwrap();
+    core.unlock_host(1, ptr).unwrap();
+    assert!(core.deinit().unwrap());
 }
