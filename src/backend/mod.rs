@@ -237,6 +237,13 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// be [`Error::OutOfMemory`](crate::util::error::Error): the core then frees the small blocks it
     /// caches and tries once more; any other error kind fails the allocation at once.
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void>;
+    /// Why device code on `device` cannot be given host services at all, if it cannot (a GPU in
+    /// confidential-computing mode cannot read the mailbox): its images are then loaded without a
+    /// server, and their host calls fail as with none, instead of waiting for ever.
+    fn host_services_unavailable(&self, _device: usize) -> Option<String> {
+        None
+    }
+
     /// Whether device code's `malloc` (served by the host) must come from device memory reserved
     /// before kernels that may call the host run, because the driver cannot safely allocate or free
     /// while a kernel runs (true of GPUs, the default); the host device serves it with `alloc`.

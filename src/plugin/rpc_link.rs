@@ -218,6 +218,14 @@ pub fn attach<B: Backend>(
     let Some(target) = client_object(core, device, module, elf_image, client_size)? else {
         return Ok(ImageServices::default());
     };
+    if let Some(reason) = core.backend().host_services_unavailable(device.index) {
+        log::error(format_args!(
+            "device {}: host services are refused: {reason}; the image's host calls fail as with no \
+             server",
+            device.index
+        ));
+        return Ok(ImageServices::default());
+    }
     let limits = *device.limits()?;
     let lanes = match image_lanes(core, device, module)? {
         Some(lanes) if LANE_SIZES.contains(&(lanes as usize)) => lanes,

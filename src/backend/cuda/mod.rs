@@ -8,6 +8,7 @@
 //! non-blocking streams; kernels launched on a 1-D grid.
 
 pub mod image;
+mod nvml;
 pub mod result;
 pub mod safe;
 #[cfg(test)]
@@ -95,6 +96,9 @@ pub struct CudaBackend {
     config: Config,
     /// Why there are as many devices as there are, for `LIBOMPTARGET_INFO`.
     reason: String,
+    /// Whether the GPUs run in confidential-computing mode (see `nvml`), where host services cannot
+    /// work.
+    confidential_computing: bool,
 }
 
 /// A kernel of a loaded module.
@@ -164,7 +168,14 @@ impl CudaBackend {
             devices,
             config: config.clone(),
             reason,
+            confidential_computing: count > 0 && nvml::confidential_computing(),
         })
+    }
+
+    /// Marks the GPUs as running in confidential-computing mode, for tests.
+    #[cfg(all(test, feature = "rpc"))]
+    pub(crate) fn set_confidential_computing(&mut self) {
+        self.confidential_computing = true;
     }
 
     /// Makes `device`'s context current on this thread and returns its handle.
@@ -518,6 +529,14 @@ impl Backend for CudaBackend {
         self.enter(device)?;
         // SAFETY: as in `record_event`.
         unsafe { self.api.synchronize_event(event.raw()) }
+    }
+
+    fn host_services_unavailable(&self, _device: usize) -> Option<String> {
+        self.confidential_computing.then(|| {
+            "the GPUs run in confidential-computing mode (NVML says so), where kernels cannot read the \
+             host memory that host services use"
+                .to_string()
+        })
     }
 
     fn lock_host_memory(&self, device: usize, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {

@@ -973,3 +973,39 @@ fn a_locked_range_is_handed_over_at_the_devices_address() {
     core.unlock_host(1, ptr).unwrap();
     assert!(core.deinit().unwrap());
 }
+
+/// On GPUs in confidential-computing mode kernels cannot read the mailbox: an image with a client loads
+/// without host services (its client object stays empty, so its calls fail as with no server) instead
+/// of hanging on its first call.
+#[cfg(feature = "rpc")]
+#[test]
+fn confidential_computing_refuses_host_services() {
+    let _serial = serial();
+    simulated::reset(&[H100], 0);
+    let config = Config::from_pairs(&[]);
+    let mut backend = CudaBackend::with_driver(simulated::driver(), &config).unwrap();
+    backend.set_confidential_computing();
+    let core = Core::new_boxed(backend, config);
+    core.init_device(0).unwrap();
+    let image = cubin("sm_90");
+    let (mut entries, _, _) = entries_of(&image);
+    entries.push(HostEntry {
+        name: CString::new("__llvm_libc_rpc_client").unwrap(),
+        size: 8,
+        flags: 0,
+        host_addr: 0,
+    });
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let object = read::<u64>(loaded.addresses[3]) as usize;
+    assert_eq!(
+        read::<u32>(object),
+        0,
+        "no ports: the device's calls fail as with no server"
+    );
+    assert_eq!(
+        simulated::world().as_ref().unwrap().calls.get("cuMemAllocHost_v2"),
+        None,
+        "no mailbox was made"
+    );
+    assert!(core.deinit().unwrap());
+}
