@@ -43,7 +43,7 @@ fn check(file: &str, expected: &str) -> Result<(), String> {
     if ours_out != expected {
         return Err(format!("stdout under our plugin:\n{ours_out}\nexpected:\n{expected}"));
     }
-    let noise = mask_addresses(&other_stderr(ours_err));
+    let noise = support::mask_addresses(&other_stderr(ours_err));
     let expected_stderr = support::root().join("c_tests").join(file).with_extension("stderr");
     let expected_noise = std::fs::read_to_string(&expected_stderr).unwrap_or_default();
     if noise != expected_noise {
@@ -66,27 +66,10 @@ fn check(file: &str, expected: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `text` with every hexadecimal number written `0x_`.
-fn mask_addresses(text: &str) -> String {
-    let mut masked = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("0x") {
-        masked.push_str(&rest[..at + 2]);
-        rest = &rest[at + 2..];
-        let digits = rest.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(rest.len());
-        if digits > 0 {
-            masked.push('_');
-        }
-        rest = &rest[digits..];
-    }
-    masked.push_str(rest);
-    masked
-}
-
 #[test]
 fn addresses_are_masked() {
     assert_eq!(
-        mask_addresses("free(0x7f00a1) and 0x12345670, 0x, 0xg\n"),
+        support::mask_addresses("free(0x7f00a1) and 0x12345670, 0x, 0xg\n"),
         "free(0x_) and 0x_, 0x, 0xg\n"
     );
 }

@@ -147,19 +147,6 @@ fn client() -> PathBuf {
     CLIENT.get_or_init(|| build("client.cpp", "client", &[])).clone()
 }
 
-/// `text` with every hexadecimal address replaced by `0x_`.
-fn mask_addresses(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("0x") {
-        out.push_str(&rest[..at]);
-        out.push_str("0x_");
-        rest = rest[at + 2..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
-    }
-    out.push_str(rest);
-    out
-}
-
 #[test]
 fn libc_stdio_malloc_and_user_calls_are_served() {
     let file = out_dir().join("calls.txt");
@@ -190,7 +177,7 @@ fn libc_stdio_malloc_and_user_calls_are_served() {
         format!("omprpc error: device 0: free(0x_) {bad_free}"),
     ];
     assert_eq!(
-        mask_addresses(&support::other_stderr(&out.stderr)),
+        support::mask_addresses(&support::other_stderr(&out.stderr)),
         expected.join("\n") + "\n",
         "every bad stream and free named once, the process unharmed"
     );

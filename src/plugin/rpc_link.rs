@@ -124,6 +124,35 @@ pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Resu
     Ok(())
 }
 
+/// The bytes of the image's global `name` when the image defines it with exactly `N` bytes (`what` it
+/// holds, for the message when its size differs), `None` when it does not define it.
+#[cfg(feature = "rpc")]
+fn optional_global<B: Backend, const N: usize>(
+    core: &super::core::Core<B>,
+    device: &Device<B>,
+    module: &B::Module,
+    name: &std::ffi::CStr,
+    what: &str,
+) -> Result<Option<[u8; N]>> {
+    use crate::util::error::{Context, Error};
+    let shown = name.to_string_lossy();
+    let symbol = match core.backend().global(device.index, module, name) {
+        Ok(symbol) => symbol,
+        Err(Error::MissingSymbol { .. }) => return Ok(None),
+        Err(e) => return Err(e.context(format!("looking up {shown}"))),
+    };
+    if symbol.size != N {
+        return Err(Error::BadImage(format!(
+            "{shown} has {} bytes; it is {what} of {N} bytes",
+            symbol.size
+        )));
+    }
+    let mut bytes = [0u8; N];
+    core.read_device(device, &mut bytes, symbol.addr)
+        .context(|| format!("reading {shown}"))?;
+    Ok(Some(bytes))
+}
+
 /// Reads the image's `__llvm_libc_rpc_client` pointer and checks where it points: at a writable object
 /// of the image that holds `client_size` bytes. Returns `None` when the image does not ask for host
 /// services.
@@ -137,22 +166,11 @@ fn client_object<B: Backend>(
 ) -> Result<Option<usize>> {
     use crate::rpc::CLIENT_SYMBOL;
     use crate::util::error::{Context, Error};
-    let name = CLIENT_SYMBOL.to_string_lossy();
-    let symbol = match core.backend().global(device.index, module, CLIENT_SYMBOL) {
-        Ok(symbol) => symbol,
-        Err(Error::MissingSymbol { .. }) => return Ok(None),
-        Err(e) => return Err(e.context("looking up the RPC client")),
+    let what = "LLVM libc's RPC client contract's pointer to the client object";
+    let Some(pointer) = optional_global::<B, 8>(core, device, module, CLIENT_SYMBOL, what)? else {
+        return Ok(None);
     };
-    if symbol.size != 8 {
-        return Err(Error::BadImage(format!(
-            "{name} has {} bytes; LLVM libc's RPC client contract makes it an 8-byte pointer to the \
-             client object",
-            symbol.size
-        )));
-    }
-    let mut pointer = [0u8; 8];
-    core.read_device(device, &mut pointer, symbol.addr)
-        .context(|| format!("reading {name}"))?;
+    let name = CLIENT_SYMBOL.to_string_lossy();
     let target = u64::from_le_bytes(pointer) as usize;
     if target == 0 {
         return Err(Error::BadImage(format!(
@@ -175,23 +193,8 @@ fn client_object<B: Backend>(
 /// The lane count the image's code was built for, when it says ([`LANES_SYMBOL`]).
 #[cfg(feature = "rpc")]
 fn image_lanes<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, module: &B::Module) -> Result<Option<u32>> {
-    use crate::util::error::{Context, Error};
-    let symbol = match core.backend().global(device.index, module, LANES_SYMBOL) {
-        Ok(symbol) if symbol.size == 4 => symbol,
-        Ok(symbol) => {
-            return Err(Error::BadImage(format!(
-                "{} has {} bytes; it is a 4-byte lane count",
-                LANES_SYMBOL.to_string_lossy(),
-                symbol.size
-            )))
-        }
-        Err(Error::MissingSymbol { .. }) => return Ok(None),
-        Err(e) => return Err(e.context("looking up the image's RPC lane count")),
-    };
-    let mut bytes = [0u8; 4];
-    core.read_device(device, &mut bytes, symbol.addr)
-        .context(|| "reading the image's RPC lane count")?;
-    Ok(Some(u32::from_le_bytes(bytes)))
+    let lanes = optional_global::<B, 4>(core, device, module, LANES_SYMBOL, "a lane count")?;
+    Ok(lanes.map(u32::from_le_bytes))
 }
 
 /// Sets up host services for an image that defines `__llvm_libc_rpc_client`: a server of its own
@@ -323,9 +326,10 @@ pub fn release_heap<B: Backend>(_device: &Device<B>) -> Result<()> {
 #[cfg(feature = "rpc")]
 pub fn before_host_calling_launch<B: Backend>(device: &Device<B>) -> Result<()> {
     use std::sync::atomic::Ordering;
-    let heap = crate::util::sync::lock(&device.rpc_heap).clone();
-    let Some(heap) = heap.filter(|h| h.needs_more()) else {
-        return Ok(());
+    // On every host-calling launch: a look at a flag, without taking a reference to the heap.
+    let heap = match &*crate::util::sync::lock(&device.rpc_heap) {
+        Some(heap) if heap.needs_more() => std::sync::Arc::clone(heap),
+        _ => return Ok(()),
     };
     let _exclusive = crate::util::sync::write(&device.rpc_launch_gate);
     if device.rpc_kernels_in_flight.load(Ordering::Acquire) == 0 {

@@ -58,6 +58,13 @@ struct State {
     blocks: AddressMap<Block>,
 }
 
+impl State {
+    /// Bytes reserved so far.
+    fn reserved(&self) -> usize {
+        self.chunks.iter().map(|c| c.bytes).sum()
+    }
+}
+
 /// The heap of one device's code.
 pub struct DeviceHeap {
     device: usize,
@@ -101,7 +108,7 @@ impl DeviceHeap {
 
     /// Bytes reserved so far (0 when served directly).
     pub fn reserved_bytes(&self) -> usize {
-        lock(&self.state).chunks.iter().map(|c| c.bytes).sum()
+        lock(&self.state).reserved()
     }
 
     fn reserve(&self, state: &mut State) -> Result<()> {
@@ -134,7 +141,7 @@ impl DeviceHeap {
             format_args!(
                 "device malloc ran out of room; reserved another {} bytes ({} in all)",
                 self.chunk_bytes.unwrap_or(0),
-                state.chunks.iter().map(|c| c.bytes).sum::<usize>()
+                state.reserved()
             ),
         );
         Ok(())
@@ -144,11 +151,12 @@ impl DeviceHeap {
     /// there is no room. Makes no driver call when the heap is reserved.
     pub fn malloc(&self, size: usize) -> *mut c_void {
         let size = size.max(1);
-        let mut state = lock(&self.state);
         if self.chunk_bytes.is_none() {
+            // The backend's allocator outside the lock, as `free` does, so that threads serving
+            // several images' calls at once do not queue behind one another's allocations.
             return match self.memory.alloc(size) {
                 Ok(ptr) => {
-                    state.blocks.insert(ptr as usize, Block::Direct);
+                    lock(&self.state).blocks.insert(ptr as usize, Block::Direct);
                     ptr
                 }
                 // As C's malloc on the host: NULL, said only under LIBOMPTARGET_INFO.
@@ -158,6 +166,7 @@ impl DeviceHeap {
                 }
             };
         }
+        let mut state = lock(&self.state);
         let units = u32::try_from(size.div_ceil(UNIT)).ok();
         let found = units.and_then(|units| {
             state
@@ -174,7 +183,7 @@ impl DeviceHeap {
             }
             None => {
                 self.exhausted.store(true, Ordering::Release);
-                let reserved: usize = state.chunks.iter().map(|c| c.bytes).sum();
+                let reserved = state.reserved();
                 log::error(format_args!(
                     "device {}: device malloc({size}) returned NULL: the {reserved} bytes reserved for device \
                      code's malloc have no room for it; raise {HEAP_SETTING} (bytes per reservation; more \

@@ -118,6 +118,17 @@ fn refuse(call: &str, stream: *mut FILE) {
     ));
 }
 
+/// Runs `call`, the C library's function on `stream`, when a device may use `stream`; otherwise says
+/// that `name` was refused and returns `failed`, as C's function fails.
+fn pass_on<T>(name: &str, stream: *mut FILE, failed: T, call: impl FnOnce() -> T) -> T {
+    if usable(stream) {
+        call()
+    } else {
+        refuse(name, stream);
+        failed
+    }
+}
+
 /// Opens `path` with `mode` for a device, reusing a retired stream when there is one.
 ///
 /// # Safety
@@ -205,12 +216,10 @@ pub mod checked {
     /// # Safety
     /// As `fwrite`, but for the stream, which is checked.
     pub unsafe extern "C" fn fwrite(data: *const c_void, size: usize, count: usize, stream: *mut FILE) -> usize {
-        if !usable(stream) {
-            refuse(WRITE, stream);
-            return 0;
-        }
         // SAFETY: a usable stream is live; the rest is the caller's contract.
-        unsafe { (STDIO.fwrite)(data, size, count, stream) }
+        pass_on(WRITE, stream, 0, || unsafe {
+            (STDIO.fwrite)(data, size, count, stream)
+        })
     }
 
     /// `fwrite_unlocked`.
@@ -223,12 +232,10 @@ pub mod checked {
         count: usize,
         stream: *mut FILE,
     ) -> usize {
-        if !usable(stream) {
-            refuse(WRITE, stream);
-            return 0;
-        }
         // SAFETY: as in `fwrite`.
-        unsafe { (STDIO.fwrite_unlocked)(data, size, count, stream) }
+        pass_on(WRITE, stream, 0, || unsafe {
+            (STDIO.fwrite_unlocked)(data, size, count, stream)
+        })
     }
 
     /// `fread`.
@@ -236,12 +243,10 @@ pub mod checked {
     /// # Safety
     /// As `fread`, but for the stream, which is checked.
     pub unsafe extern "C" fn fread(data: *mut c_void, size: usize, count: usize, stream: *mut FILE) -> usize {
-        if !usable(stream) {
-            refuse("fread", stream);
-            return 0;
-        }
         // SAFETY: as in `fwrite`.
-        unsafe { (STDIO.fread)(data, size, count, stream) }
+        pass_on("fread", stream, 0, || unsafe {
+            (STDIO.fread)(data, size, count, stream)
+        })
     }
 
     /// `fgets`.
@@ -249,82 +254,56 @@ pub mod checked {
     /// # Safety
     /// As `fgets`, but for the stream, which is checked.
     pub unsafe extern "C" fn fgets(buffer: *mut c_char, size: c_int, stream: *mut FILE) -> *mut c_char {
-        if !usable(stream) {
-            refuse("fgets", stream);
-            return std::ptr::null_mut();
-        }
         // SAFETY: as in `fwrite`.
-        unsafe { (STDIO.fgets)(buffer, size, stream) }
+        pass_on("fgets", stream, std::ptr::null_mut(), || unsafe {
+            (STDIO.fgets)(buffer, size, stream)
+        })
     }
 
     /// `fseek`.
     pub extern "C" fn fseek(stream: *mut FILE, offset: c_long, whence: c_int) -> c_int {
-        if !usable(stream) {
-            refuse("fseek", stream);
-            return -1;
-        }
         // SAFETY: a usable stream is live.
-        unsafe { (STDIO.fseek)(stream, offset, whence) }
+        pass_on("fseek", stream, -1, || unsafe { (STDIO.fseek)(stream, offset, whence) })
     }
 
     /// `ftell`.
     pub extern "C" fn ftell(stream: *mut FILE) -> c_long {
-        if !usable(stream) {
-            refuse("ftell", stream);
-            return -1;
-        }
         // SAFETY: a usable stream is live.
-        unsafe { (STDIO.ftell)(stream) }
+        pass_on("ftell", stream, -1, || unsafe { (STDIO.ftell)(stream) })
     }
 
     /// `fflush`; `NULL` flushes every stream, as in C.
     pub extern "C" fn fflush(stream: *mut FILE) -> c_int {
-        if !stream.is_null() && !usable(stream) {
-            refuse("fflush", stream);
-            return libc::EOF;
+        if stream.is_null() {
+            // SAFETY: fflush(NULL) flushes every stream.
+            return unsafe { (STDIO.fflush)(stream) };
         }
-        // SAFETY: NULL or a usable (live) stream.
-        unsafe { (STDIO.fflush)(stream) }
+        // SAFETY: a usable stream is live.
+        pass_on("fflush", stream, libc::EOF, || unsafe { (STDIO.fflush)(stream) })
     }
 
     /// `feof`: 0 for a stream the device does not have open.
     pub extern "C" fn feof(stream: *mut FILE) -> c_int {
-        if !usable(stream) {
-            refuse("feof", stream);
-            return 0;
-        }
         // SAFETY: a usable stream is live.
-        unsafe { (STDIO.feof)(stream) }
+        pass_on("feof", stream, 0, || unsafe { (STDIO.feof)(stream) })
     }
 
     /// `ferror`: 1 (an error) for a stream the device does not have open.
     pub extern "C" fn ferror(stream: *mut FILE) -> c_int {
-        if !usable(stream) {
-            refuse("ferror", stream);
-            return 1;
-        }
         // SAFETY: a usable stream is live.
-        unsafe { (STDIO.ferror)(stream) }
+        pass_on("ferror", stream, 1, || unsafe { (STDIO.ferror)(stream) })
     }
 
     /// `clearerr`.
     pub extern "C" fn clearerr(stream: *mut FILE) {
-        if !usable(stream) {
-            refuse("clearerr", stream);
-            return;
-        }
         // SAFETY: a usable stream is live.
-        unsafe { (STDIO.clearerr)(stream) }
+        pass_on("clearerr", stream, (), || unsafe { (STDIO.clearerr)(stream) })
     }
 
     /// `ungetc`.
     pub extern "C" fn ungetc(c: c_int, stream: *mut FILE) -> c_int {
-        if !usable(stream) {
-            refuse("ungetc", stream);
-            return libc::EOF;
-        }
         // SAFETY: a usable stream is live.
-        unsafe { (STDIO.ungetc)(c, stream) }
+        pass_on("ungetc", stream, libc::EOF, || unsafe { (STDIO.ungetc)(c, stream) })
     }
 
     /// `flockfile`; a stream the device does not have open is left alone (the write under the lock

@@ -521,3 +521,20 @@ pub fn field<T: std::str::FromStr>(stdout: &str, prefix: &str) -> T {
         .and_then(|v| v.trim().trim_end_matches("KiB").trim().parse().ok())
         .unwrap_or_else(|| panic!("no '{prefix}' line in:\n{stdout}"))
 }
+
+/// `text` with every hexadecimal number written `0x_`.
+pub fn mask_addresses(text: &str) -> String {
+    let mut masked = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("0x") {
+        masked.push_str(&rest[..at + 2]);
+        rest = &rest[at + 2..];
+        let digits = rest.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(rest.len());
+        if digits > 0 {
+            masked.push('_');
+        }
+        rest = &rest[digits..];
+    }
+    masked.push_str(rest);
+    masked
+}

@@ -481,6 +481,17 @@ fn every_driver_call_failing_once_is_reported_and_survived() {
     }
 }
 
+/// The host entry of the device header's RPC client pointer, which the test cubins define.
+#[cfg(feature = "rpc")]
+fn client_entry() -> HostEntry {
+    HostEntry {
+        name: CString::new("__llvm_libc_rpc_client").unwrap(),
+        size: 8,
+        flags: 0,
+        host_addr: 0,
+    }
+}
+
 /// Doubles each lane's first word and adds the lane number.
 #[cfg(feature = "rpc")]
 struct DoubleIt;
@@ -508,12 +519,7 @@ fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory() {
     core.init_device(0).unwrap();
     let image = cubin("sm_90");
     let (mut entries, _, generic) = entries_of(&image);
-    entries.push(HostEntry {
-        name: CString::new("__llvm_libc_rpc_client").unwrap(),
-        size: 8,
-        flags: 0,
-        host_addr: 0,
-    });
+    entries.push(client_entry());
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
     let pinned = |addr: usize| simulated::world().as_ref().unwrap().memory.contains_key(&addr);
     let server = crate::rpc::registry::servers()
@@ -989,12 +995,7 @@ fn confidential_computing_refuses_host_services() {
     core.init_device(0).unwrap();
     let image = cubin("sm_90");
     let (mut entries, _, _) = entries_of(&image);
-    entries.push(HostEntry {
-        name: CString::new("__llvm_libc_rpc_client").unwrap(),
-        size: 8,
-        flags: 0,
-        host_addr: 0,
-    });
+    entries.push(client_entry());
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
     let object = read::<u64>(loaded.addresses[3]) as usize;
     assert_eq!(
