@@ -107,4 +107,72 @@ pub mod opcode {
     pub fn is_built_in(op: u16) -> bool {
         op <= 27 && op != MALLOC && op != FREE
     }
+
+    /// The names of `rpc_opcode_t` in LLVM libc 19.1 (`rpc_opcodes_t.h`) without their `RPC_` prefix,
+    /// indexed by opcode. `RPC_LAST` (0xFFFF) is left out: it only fixes the enum's width, and 0xFFFF
+    /// is a user's opcode.
+    const NAMES: [&str; 28] = [
+        "NOOP",
+        "EXIT",
+        "WRITE_TO_STDOUT",
+        "WRITE_TO_STDERR",
+        "WRITE_TO_STREAM",
+        "WRITE_TO_STDOUT_NEWLINE",
+        "READ_FROM_STREAM",
+        "READ_FGETS",
+        "OPEN_FILE",
+        "CLOSE_FILE",
+        "MALLOC",
+        "FREE",
+        "HOST_CALL",
+        "ABORT",
+        "FEOF",
+        "FERROR",
+        "CLEARERR",
+        "FSEEK",
+        "FTELL",
+        "FFLUSH",
+        "UNGETC",
+        "PRINTF_TO_STDOUT",
+        "PRINTF_TO_STDERR",
+        "PRINTF_TO_STREAM",
+        "PRINTF_TO_STDOUT_PACKED",
+        "PRINTF_TO_STDERR_PACKED",
+        "PRINTF_TO_STREAM_PACKED",
+        "REMOVE",
+    ];
+
+    /// libc's name of opcode `op` (`PRINTF_TO_STREAM`), so that statistics and traces say which host
+    /// service the device asked for; `None` for opcodes libc does not define (users' among them).
+    pub fn name(op: u16) -> Option<&'static str> {
+        NAMES.get(usize::from(op)).copied()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn names_follow_libc_and_the_constants() {
+            assert_eq!(name(0), Some("NOOP"));
+            assert_eq!(name(EXIT), Some("EXIT"));
+            assert_eq!(name(MALLOC), Some("MALLOC"));
+            assert_eq!(name(FREE), Some("FREE"));
+            assert_eq!(name(12), Some("HOST_CALL"));
+            assert_eq!(name(PRINTF_TO_STDOUT), Some("PRINTF_TO_STDOUT"));
+            assert_eq!(name(PRINTF_TO_STREAM), Some("PRINTF_TO_STREAM"));
+            assert_eq!(name(27), Some("REMOVE"));
+            assert_eq!(name(28), None);
+            assert_eq!(name(FIRST_USER), None);
+            assert_eq!(name(0xFFFF), None, "RPC_LAST is no opcode");
+        }
+
+        #[test]
+        fn libc_serves_every_named_opcode_but_the_heap() {
+            for op in 0..=u16::MAX {
+                let served_by_libc = name(op).is_some() && op != MALLOC && op != FREE;
+                assert_eq!(is_built_in(op), served_by_libc, "opcode {op}");
+            }
+        }
+    }
 }
