@@ -25,6 +25,8 @@ pub mod service;
 #[cfg(feature = "rpc")]
 pub mod simulated;
 #[cfg(feature = "rpc")]
+pub mod stats;
+#[cfg(feature = "rpc")]
 pub mod streams;
 
 use std::ffi::c_void;
