@@ -28,6 +28,8 @@ pub mod simulated;
 pub mod stats;
 #[cfg(feature = "rpc")]
 pub mod streams;
+#[cfg(feature = "rpc")]
+pub mod trace;
 
 use std::ffi::c_void;
 
