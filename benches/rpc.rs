@@ -1,31 +1,42 @@
 //! Host-service round trips through omprpc's RPC server on the host device, beside the floor a
 //! CPU client can reach: a core-to-core cache-line round trip measured in the same run.
 //!
-//! Prints one device thread's round trip (ns) and calls per second for several device threads, at
-//! the default port count and at 4096 ports, and the CPU the plugin uses per second while the device
-//! idles. Run with `cargo bench --bench rpc`.
+//! Prints, for 16 to 4,096 ports, one device thread's round trip (ns, and as a multiple of the floor)
+//! and calls per second for several device threads, serving port by port beside libc's scan of every
+//! port; the round trip of a first call after the device idled 1 ms, 100 ms and 1 s inside a running
+//! kernel (p50/p99); and the CPU the plugin uses while no kernel that may call the host runs. Run with
+//! `cargo bench --bench rpc`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use support::{build_program, median, run_text, Plugin};
 
-fn measure(args: &[&str], ports: Option<&str>, prefix: &str) -> f64 {
+/// Runs bench_rpc with `args` through our plugin and returns what it printed.
+fn run_bench(args: &[&str], env: &[(&str, &str)]) -> String {
     let exe = build_program("bench_rpc.c");
-    let env: Vec<(&str, &str)> = ports.map(|p| ("OMPRPC_RPC_PORTS", p)).into_iter().collect();
-    let out = run_text(&exe, args, Plugin::Ours, &env);
-    let stdout = &out.stdout;
+    let out = run_text(&exe, args, Plugin::Ours, env);
     assert!(
         out.status.success(),
-        "{args:?}: {}\n{stdout}\n{}",
+        "{args:?}: {}\n{}\n{}",
         out.status,
+        out.stdout,
         out.stderr
     );
+    out.stdout
+}
+
+/// The number after `prefix` in `stdout`.
+fn value(stdout: &str, prefix: &str) -> f64 {
     stdout
         .lines()
         .find_map(|l| l.strip_prefix(prefix))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no '{prefix}' in {stdout}"))
+}
+
+fn measure(args: &[&str], env: &[(&str, &str)], prefix: &str) -> f64 {
+    value(&run_bench(args, env), prefix)
 }
 
 fn main() {
@@ -35,29 +46,61 @@ fn main() {
     let rounds = 5;
     let cacheline = median(
         (0..rounds)
-            .map(|_| measure(&["cacheline", "2000000"], None, "ns per round trip:"))
+            .map(|_| measure(&["cacheline", "2000000"], &[], "ns per round trip:"))
             .collect(),
     );
     println!("core-to-core cache-line round trip: {cacheline:.1} ns");
-    for (label, ports) in [("default ports", None), ("4096 ports", Some("4096"))] {
-        let latency = median(
-            (0..rounds)
-                .map(|_| measure(&["latency", "200000"], ports, "ns per round trip:"))
-                .collect(),
-        );
-        println!(
-            "{label:<14} one device thread: {latency:>8.1} ns per round trip ({:.2}x the cache-line round trip)",
-            latency / cacheline
-        );
-        for threads in ["1", "2", "4", "16"] {
-            let rate = median(
-                (0..3)
-                    .map(|_| measure(&["throughput", threads, "200000"], ports, "calls per second:"))
+    println!("one device thread's round trip, and calls per second of T device threads; port by port (the plugin's way) beside libc's scan of every port (OMPRPC_RPC_SERVE=scan)");
+    println!(
+        "{:>6} {:>22} {:>22} {:>14} {:>14} {:>14} {:>14}",
+        "ports",
+        "round trip ns (x floor)",
+        "scan: ns (x floor)",
+        "T=1 calls/s",
+        "T=4 calls/s",
+        "T=16 calls/s",
+        "scan: T=16"
+    );
+    for ports in ["16", "256", "1024", "4096"] {
+        let latency = |serve: &str| {
+            let env = [("OMPRPC_RPC_PORTS", ports), ("OMPRPC_RPC_SERVE", serve)];
+            median(
+                (0..rounds)
+                    .map(|_| measure(&["latency", "200000"], &env, "ns per round trip:"))
                     .collect(),
-            );
-            println!("{label:<14} {threads:>2} device threads: {rate:>12.0} calls/s");
-        }
+            )
+        };
+        let rate = |serve: &str, threads: &str| {
+            let env = [("OMPRPC_RPC_PORTS", ports), ("OMPRPC_RPC_SERVE", serve)];
+            median(
+                (0..3)
+                    .map(|_| measure(&["throughput", threads, "200000"], &env, "calls per second:"))
+                    .collect(),
+            )
+        };
+        let (new, old) = (latency("port"), latency("scan"));
+        println!(
+            "{ports:>6} {:>14.1} ({:>4.2}x) {:>14.1} ({:>4.2}x) {:>14.0} {:>14.0} {:>14.0} {:>14.0}",
+            new,
+            new / cacheline,
+            old,
+            old / cacheline,
+            rate("port", "1"),
+            rate("port", "4"),
+            rate("port", "16"),
+            rate("scan", "16")
+        );
     }
-    let idle = measure(&["idle", "2"], None, "cpu per second while idle:");
-    println!("CPU used while the device idles: {:.2}% of one core", idle * 100.0);
+    println!("first call after the device idled inside a running kernel (default ports):");
+    for (idle_ms, reps) in [("1", "200"), ("100", "20"), ("1000", "4")] {
+        let out = run_bench(&["wake", idle_ms, reps], &[]);
+        let p50 = value(&out, "first call after idling p50 ns:");
+        let p99 = value(&out, "first call after idling p99 ns:");
+        println!("  after {idle_ms:>4} ms idle: p50 {p50:>8.0} ns, p99 {p99:>8.0} ns ({reps} calls)");
+    }
+    let cpu = measure(&["idle", "2"], &[], "cpu per second while idle:");
+    println!(
+        "CPU used while no kernel that may call the host runs: {:.2}% of one core",
+        cpu * 100.0
+    );
 }

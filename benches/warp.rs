@@ -3,7 +3,9 @@
 //! 4,096 ports. Prints a table of the round trip of one call (one packet per lane each way, every lane
 //! active) and the lanes served per second; then what each other loaded image costs a call, as every
 //! image has a server of its own (idle servers of the same size in service beside the busy one). The
-//! median of several rounds is reported.
+//! median of several rounds is reported. The port table is measured twice, in two processes: serving
+//! port by port (the plugin's way) and with libc's scan of every port (`OMPRPC_RPC_SERVE=scan`, the
+//! way before), side by side.
 //!
 //! Run with `cargo bench --bench warp`.
 
@@ -72,22 +74,60 @@ fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize) -> f64 {
     ns
 }
 
+/// The port table: (ports, lanes, ns per call) for the serving way this process was started with.
+fn port_table() -> Vec<(u32, usize, f64)> {
+    let mut rows = Vec::new();
+    for ports in [16u32, 256, 1024, 4096] {
+        for lanes in [1usize, 32, 64] {
+            let calls = if ports >= 1024 { 5_000 } else { 20_000 };
+            let ns = median((0..ROUNDS).map(|_| round_trip(ports, lanes, calls, 0)).collect());
+            rows.push((ports, lanes, ns));
+        }
+    }
+    rows
+}
+
+/// The port table measured in a child process serving with libc's scan of every port.
+fn port_table_of_whole_server_scan() -> Vec<(u32, usize, f64)> {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--port-table")
+        .env("OMPRPC_RPC_SERVE", "scan")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let v: Vec<&str> = line.split_whitespace().collect();
+            (v[0].parse().unwrap(), v[1].parse().unwrap(), v[2].parse().unwrap())
+        })
+        .collect()
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     registry::register_handler(OP_ECHO, Box::new(Echo)).unwrap();
-    println!("simulated warp: one user call (one packet per lane each way), median of {ROUNDS} rounds");
-    println!(
-        "{:>6} {:>6} {:>14} {:>18}",
-        "ports", "lanes", "ns per call", "lanes per second"
-    );
-    for ports in [16u32, 256, 1024, 4096] {
-        for lanes in [1usize, 32, 64] {
-            let calls = if ports >= 1024 { 5_000 } else { 20_000 };
-            let ns = median((0..ROUNDS).map(|_| round_trip(ports, lanes, calls, 0)).collect());
-            println!("{ports:>6} {lanes:>6} {ns:>14.0} {:>18.0}", lanes as f64 * 1e9 / ns);
+    if std::env::args().any(|a| a == "--port-table") {
+        for (ports, lanes, ns) in port_table() {
+            println!("{ports} {lanes} {ns}");
         }
+        return;
+    }
+    println!("simulated warp: one user call (one packet per lane each way), median of {ROUNDS} rounds");
+    let scan = port_table_of_whole_server_scan();
+    println!(
+        "{:>6} {:>6} {:>14} {:>18} {:>16} {:>18}",
+        "ports", "lanes", "ns per call", "lanes per second", "scan: ns/call", "scan: lanes/s"
+    );
+    for ((ports, lanes, ns), (_, _, old)) in port_table().into_iter().zip(scan) {
+        println!(
+            "{ports:>6} {lanes:>6} {ns:>14.0} {:>18.0} {old:>16.0} {:>18.0}",
+            lanes as f64 * 1e9 / ns,
+            lanes as f64 * 1e9 / old
+        );
     }
     println!("other loaded images (idle servers beside the busy one): ns per call of one lane");
     println!("{:>6} {:>10} {:>10} {:>10}", "ports", "alone", "+1 image", "+3 images");

@@ -2,7 +2,9 @@
  *   latency N        one device thread makes N echo calls; prints ns per round trip
  *   throughput T N   T device threads make N calls in all; prints calls per second
  *   cacheline N      two host threads bounce a cache line N times; prints ns per round trip
- *   idle S           after one host call, the device idles S seconds; prints CPU used per second */
+ *   idle S           after one host call, the device idles S seconds; prints CPU used per second
+ *   wake MS R        R times, a device thread idles MS milliseconds inside its kernel, then makes one
+ *                    call; prints that call's round trip (p50 and p99, ns) */
 #define _GNU_SOURCE
 #include "common.h"
 #include "omprpc.h"
@@ -41,6 +43,11 @@ static void *bounce_back(void *arg) {
     atomic_store_explicit(&ball, 2 * i + 2, memory_order_release);
   }
   return NULL;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
 
 static double cpu_seconds(void) {
@@ -100,6 +107,26 @@ int main(int argc, char **argv) {
     double seconds = omp_get_wtime() - start;
     pthread_join(other, NULL);
     printf("ns per round trip: %.1f\n", seconds * 1e9 / (double)bounces);
+  } else if (strcmp(mode, "wake") == 0 && argc > 3) {
+    long idle_ms = atol(argv[2]);
+    int reps = atoi(argv[3]);
+    if (reps < 1 || reps > 1000)
+      return 2;
+    double trips[1000];
+#pragma omp target map(from : trips[0 : reps])
+    {
+      omprpc_packet packet = {{4}};
+      omprpc_call(OP_ECHO, &packet);
+      for (int r = 0; r < reps; r++) {
+        usleep((useconds_t)(idle_ms * 1000));
+        double start = omp_get_wtime();
+        omprpc_call(OP_ECHO, &packet);
+        trips[r] = (omp_get_wtime() - start) * 1e9;
+      }
+    }
+    qsort(trips, (size_t)reps, sizeof trips[0], compare_doubles);
+    printf("first call after idling p50 ns: %.0f\n", trips[reps / 2]);
+    printf("first call after idling p99 ns: %.0f\n", trips[(reps * 99) / 100]);
   } else if (strcmp(mode, "idle") == 0) {
     int idle_seconds = atoi(argv[2]);
 #pragma omp target

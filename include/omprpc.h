@@ -76,6 +76,14 @@ const char *omprpc_version(void);
  */
 int32_t omprpc_register_handler(uint16_t opcode, omprpc_handler handler, void *user_data);
 
+/*
+ Prints the statistics of host calls gathered so far to stderr, per device and opcode (calls, lanes,
+ bytes each way, latency p50/p99/max), as `OMPRPC_STATS=1` prints them at exit. Statistics are
+ gathered only while `OMPRPC_STATS` is set; without it, one line says so. Returns 0, or -1 in a
+ plugin built without host services.
+ */
+int32_t omprpc_stats_print(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -70,3 +70,24 @@ pub extern "C" fn omprpc_register_handler(opcode: u16, handler: omprpc_handler, 
         super::handlers::register(opcode, super::handlers::CHandler::new(handler, user_data)).map(|()| 0)
     })
 }
+
+/// Prints the statistics of host calls gathered so far to stderr, per device and opcode (calls, lanes,
+/// bytes each way, latency p50/p99/max), as `OMPRPC_STATS=1` prints them at exit. Statistics are
+/// gathered only while `OMPRPC_STATS` is set; without it, one line says so. Returns 0, or -1 in a
+/// plugin built without host services.
+#[no_mangle]
+pub extern "C" fn omprpc_stats_print() -> i32 {
+    guard("omprpc_stats_print", || {
+        #[cfg(feature = "rpc")]
+        {
+            if crate::rpc::stats::enabled() {
+                crate::rpc::stats::print();
+            } else {
+                crate::util::log::error("no host-call statistics: set OMPRPC_STATS=1 to gather them");
+            }
+            Ok(0)
+        }
+        #[cfg(not(feature = "rpc"))]
+        Err(Error::InvalidArg("this plugin was built without host services".into()))
+    })
+}

@@ -50,6 +50,23 @@ mod adapter {
             // port it points to live for the duration of the call.
             unsafe { (self.function)(&mut c_port, self.user_data as *mut c_void) }
         }
+
+        fn name(&self) -> String {
+            let address = self.function as usize;
+            let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+            // SAFETY: dladdr only reads the address and fills `info`; the strings it returns belong to
+            // the loaded object, which stays loaded while its handler is registered.
+            let symbol = unsafe {
+                (libc::dladdr(address as *const c_void, info.as_mut_ptr()) != 0)
+                    .then(|| info.assume_init())
+                    .filter(|info| !info.dli_sname.is_null())
+                    .map(|info| std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy().into_owned())
+            };
+            match symbol {
+                Some(name) => format!("handler {name}()"),
+                None => format!("the handler at {address:#x}"),
+            }
+        }
     }
 
     /// The server's port behind a handler's `omprpc_port`.

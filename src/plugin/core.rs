@@ -172,7 +172,7 @@ impl<B: Backend> Core<B> {
         } else {
             Ok(())
         };
-        slot.end_rpc_kernels(&device.rpc_kernels_in_flight);
+        slot.end_rpc_kernels(device.index, &device.rpc_kernels_in_flight);
         device.queues.release(slot)?;
         waited
     }
@@ -427,7 +427,7 @@ impl<B: Backend> Core<B> {
                 .teardown(|e| self.backend.destroy_event(device.index, &e.event)),
         );
         note(device.queues.teardown(|q| {
-            q.end_rpc_kernels(&device.rpc_kernels_in_flight);
+            q.end_rpc_kernels(device.index, &device.rpc_kernels_in_flight);
             self.backend.destroy_queue(device.index, &q.queue)
         }));
         note(self.backend.deinit_device(device.index));
@@ -540,6 +540,8 @@ impl<B: Backend> PluginApi for Core<B> {
         }
         // Teardown goes ahead even if waiting failed: the process is ending either way.
         let mut first_error = self.drain().err();
+        #[cfg(feature = "rpc")]
+        crate::rpc::report_at_exit();
         for device in &self.devices {
             if let Err(e) = self.teardown(device) {
                 first_error.get_or_insert(e);
@@ -717,7 +719,7 @@ impl<B: Backend> PluginApi for Core<B> {
                 let gate = crate::util::sync::read(&device.rpc_launch_gate);
                 #[cfg(feature = "rpc")]
                 crate::rpc::service::kernel_started()?;
-                slot.rpc_kernels.fetch_add(1, Ordering::AcqRel);
+                slot.start_rpc_kernel(&kernel.name);
                 device.rpc_kernels_in_flight.fetch_add(1, Ordering::AcqRel);
                 Some(gate)
             } else {

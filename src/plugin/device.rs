@@ -22,6 +22,10 @@ pub struct QueueSlot<B: Backend> {
     /// Kernels that may call the host, launched on this queue since it was last finished; the RPC
     /// service polls while any are in flight.
     pub rpc_kernels: AtomicUsize,
+    /// Those kernels' names and launch times, kept only while a trace is written (`OMPRPC_TRACE`), so
+    /// that they show as spans from launch to the end the host saw.
+    #[cfg(feature = "rpc")]
+    traced_kernels: std::sync::Mutex<Vec<(String, u64)>>,
 }
 
 impl<B: Backend> QueueSlot<B> {
@@ -31,12 +35,27 @@ impl<B: Backend> QueueSlot<B> {
             handle: backend.queue_handle(&queue) as usize,
             queue,
             rpc_kernels: AtomicUsize::new(0),
+            #[cfg(feature = "rpc")]
+            traced_kernels: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// A kernel that may call the host was launched on this queue: counts it, and notes it for the
+    /// trace when one is written.
+    pub fn start_rpc_kernel(&self, name: &std::ffi::CStr) {
+        self.rpc_kernels.fetch_add(1, Ordering::AcqRel);
+        #[cfg(feature = "rpc")]
+        if crate::rpc::trace::enabled() {
+            let launched = crate::rpc::trace::now_ns();
+            crate::util::sync::lock(&self.traced_kernels).push((name.to_string_lossy().into_owned(), launched));
+        }
+        #[cfg(not(feature = "rpc"))]
+        let _ = name;
     }
 
     /// The queue's kernels that may call the host are over (waited for, or abandoned at teardown):
     /// they stop keeping the serving thread awake, and leave `in_flight`, their device's count.
-    pub fn end_rpc_kernels(&self, in_flight: &AtomicUsize) {
+    pub fn end_rpc_kernels(&self, device: usize, in_flight: &AtomicUsize) {
         // Only this queue's owner launches on it, so a plain load finds the count without an atomic
         // read-modify-write on every synchronisation of a program that never calls the host.
         if self.rpc_kernels.load(Ordering::Acquire) == 0 {
@@ -45,9 +64,17 @@ impl<B: Backend> QueueSlot<B> {
         let kernels = self.rpc_kernels.swap(0, Ordering::AcqRel);
         in_flight.fetch_sub(kernels, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
-        crate::rpc::service::kernels_finished(kernels);
+        {
+            crate::rpc::service::kernels_finished(kernels);
+            if let Some(trace) = crate::rpc::trace::global() {
+                let ended = crate::rpc::trace::now_ns();
+                for (name, launched) in std::mem::take(&mut *crate::util::sync::lock(&self.traced_kernels)) {
+                    trace.kernel(device, &name, launched, ended);
+                }
+            }
+        }
         #[cfg(not(feature = "rpc"))]
-        let _ = kernels;
+        let _ = (device, kernels);
     }
 }
 

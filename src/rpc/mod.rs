@@ -10,6 +10,8 @@
 //! [`streams`] checks every stream that libc's handlers pass to the host's C library. This module offers safe operations only; the C-callable side of user handlers
 //! lives in the ABI layer.
 
+#[cfg(feature = "rpc")]
+pub mod calls;
 pub mod ffi;
 #[cfg(feature = "rpc")]
 pub mod heap;
@@ -30,6 +32,10 @@ pub mod stats;
 pub mod streams;
 #[cfg(feature = "rpc")]
 pub mod trace;
+#[cfg(feature = "rpc")]
+pub mod watchdog;
+#[cfg(feature = "rpc")]
+pub mod window;
 
 use std::ffi::c_void;
 
@@ -54,6 +60,38 @@ pub trait DeviceMemory: Send + Sync {
     /// # Safety
     /// `ptr` came from `alloc_shared` and was not freed since.
     unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()>;
+}
+
+/// Prints the statistics (`OMPRPC_STATS`) and writes the trace (`OMPRPC_TRACE`), once: at the end
+/// of the program, however it ends (plugin teardown, `exit`, a device's `exit`, a fatal RPC error).
+#[cfg(feature = "rpc")]
+pub fn report_at_exit() {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        if stats::enabled() {
+            stats::print();
+        }
+        trace::finish();
+    });
+}
+
+/// Arranges for [`report_at_exit`] to run at `exit`, when statistics or a trace are asked for (a
+/// program whose runtime never tears the plugin down still gets them).
+#[cfg(feature = "rpc")]
+pub fn report_at_exit_when_asked() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    if !(stats::enabled() || trace::enabled()) {
+        return;
+    }
+    REGISTERED.call_once(|| {
+        extern "C" fn at_exit() {
+            let _ = std::panic::catch_unwind(report_at_exit);
+        }
+        // SAFETY: `at_exit` is a plain function that catches every panic.
+        if unsafe { libc::atexit(at_exit) } != 0 {
+            crate::util::log::error("could not arrange for host-call statistics or the trace to be written at exit");
+        }
+    });
 }
 
 /// Whether this build serves host services (the `rpc` cargo feature).

@@ -18,6 +18,11 @@ use crate::util::sync::{lock, read, write};
 pub trait UserHandler: Send + Sync {
     /// Serves one call: moves the packets or byte strings the device-side call expects.
     fn serve(&self, port: &mut Port<'_>);
+
+    /// How messages name the handler (the watchdog's report of a call that seems stuck in it).
+    fn name(&self) -> String {
+        "a handler registered from Rust".into()
+    }
 }
 
 /// A registered handler. Registrations are leaked, so that libc's callback data can point at them for
@@ -61,6 +66,8 @@ pub fn generation() -> usize {
 /// service with every registered user handler installed.
 pub fn add_server(server: Arc<RpcServer>) -> Result<()> {
     super::service::ensure_started()?;
+    super::watchdog::start();
+    super::report_at_exit_when_asked();
     {
         let handlers = lock(&REGISTRY.handlers);
         for registered in handlers.values() {

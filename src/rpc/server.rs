@@ -5,14 +5,15 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::ffi::{self, opcode};
 use super::heap::{DeviceHeap, Freed};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use super::port::{Finished, Port};
 use super::registry::Registered;
+use super::window::{Callback, Claim, PortWindow, Whole};
 use super::DeviceMemory;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
@@ -58,6 +59,7 @@ extern "C" fn device_exit(status: libc::c_int) -> ! {
         fn quick_exit(status: libc::c_int) -> !;
     }
     log::info(format_args!("a device called exit({status}); ending the process"));
+    let _ = catch_unwind(super::report_at_exit);
     // SAFETY: fflush(NULL) flushes every output stream; quick_exit ends the process with `status`.
     unsafe {
         libc::fflush(std::ptr::null_mut());
@@ -82,16 +84,54 @@ pub struct RpcServer {
     /// Where everything is in it.
     layout: Layout,
     memory: Arc<dyn DeviceMemory>,
-    callbacks: Box<CallbackState>,
-    /// Serving holds it shared; adding a callback to libc's (unlocked) map holds it exclusively.
+    callback_state: Box<CallbackState>,
+    /// Serving through libc's whole-server scan holds it shared; adding a callback to that server's
+    /// (unlocked) map holds it exclusively. Windows need no gate (see [`PortWindow`]).
     gate: RwLock<()>,
     /// What libc's callback map points at for each user opcode installed here; owned by the server,
     /// which outlives its libc server's callbacks, so that nothing is leaked per server. libc holds
     /// their addresses, which must stay valid while the list grows.
     user_opcodes: Mutex<Vec<RawBox<UserOpcode>>>,
-    /// Every opcode given a callback here (the plugin's own and user opcodes), so that a request
-    /// nobody serves can be named.
-    served_opcodes: Mutex<Vec<u16>>,
+    /// Every opcode given a callback here (the plugin's own and user opcodes) with its callback and
+    /// data, so that a port's window gets them all and a request nobody serves can be named.
+    callbacks: Mutex<Vec<Callback>>,
+    /// The device's server as windows see it; `None` where requests are served by libc's whole-server
+    /// scan (libc not laid out as expected, or `OMPRPC_RPC_SERVE=scan`).
+    whole: Option<Whole>,
+    /// One window per port, opened when the port first receives a request (see [`super::window`]);
+    /// `None` inside when it could not be opened, and that port is served by the whole-server scan.
+    windows: Box<[PortWindow]>,
+    /// Ports that received requests lately, looked at before every part of the scan, so that a warp
+    /// that keeps its port is answered without waiting for a scan of every port.
+    recent: [AtomicU32; RECENT_PORTS],
+    /// Which of `recent` the next newly used port replaces.
+    recent_next: AtomicUsize,
+    /// Where the next part of the scan starts.
+    cursor: AtomicUsize,
+}
+
+/// How many recently used ports each server watches between parts of its scan.
+const RECENT_PORTS: usize = 8;
+/// Ports looked at in one part of the scan; with this many, a part costs about as much as serving one
+/// request, so a recently used port waits at most about that long to be seen.
+const SCAN_PART: usize = 128;
+/// No port.
+const NO_PORT: u32 = u32::MAX;
+
+/// Whether `OMPRPC_RPC_SERVE=scan` asks for libc's whole-server scan (to compare the two in
+/// benchmarks); any other value, or none, serves port by port.
+fn whole_server_scan_requested() -> bool {
+    static SCAN: OnceLock<bool> = OnceLock::new();
+    *SCAN.get_or_init(|| match std::env::var("OMPRPC_RPC_SERVE").as_deref().map(str::trim) {
+        Ok("scan") => true,
+        Ok("" | "port") | Err(_) => false,
+        Ok(other) => {
+            log::error(format_args!(
+                "OMPRPC_RPC_SERVE='{other}' is not 'port' or 'scan'; serving port by port"
+            ));
+            false
+        }
+    })
 }
 
 // SAFETY: `raw` and `mailbox` refer to memory owned by this server for its whole life; libc's server
@@ -140,6 +180,8 @@ unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
             // SAFETY: `data` is the server's `CallbackState`; `buffer` is a live packet of this port.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &mut *buffer) };
             buffer.data[0] = state.heap.malloc(buffer.data[0] as usize) as u64;
+            super::calls::moved_to_host(8);
+            super::calls::moved_to_device(8);
         }));
     }
     // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
@@ -153,6 +195,7 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             // SAFETY: as in `serve_malloc`.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &*buffer) };
             let ptr = buffer.data[0] as usize;
+            super::calls::moved_to_host(8);
             if ptr == 0 {
                 return;
             }
@@ -275,24 +318,35 @@ impl RpcServer {
                 status,
             });
         };
-        let callbacks = Box::new(CallbackState { device, heap });
+        let callback_state = Box::new(CallbackState { device, heap });
+        let layout = Layout {
+            ports: ports as usize,
+            lanes: lane_size as usize,
+        };
+        let whole = if whole_server_scan_requested() {
+            None
+        } else {
+            Whole::inspect(raw, lane_size, mailbox as usize, layout)
+        };
         let server = Arc::new(RpcServer {
             device,
             raw,
             ports,
             lane_size,
             mailbox: mailbox.cast(),
-            layout: Layout {
-                ports: ports as usize,
-                lanes: lane_size as usize,
-            },
+            layout,
             memory,
-            callbacks,
+            callback_state,
             gate: RwLock::new(()),
             user_opcodes: Mutex::new(Vec::new()),
-            served_opcodes: Mutex::new(Vec::new()),
+            callbacks: Mutex::new(Vec::new()),
+            whole,
+            windows: (0..ports).map(|_| PortWindow::default()).collect(),
+            recent: std::array::from_fn(|_| AtomicU32::new(NO_PORT)),
+            recent_next: AtomicUsize::new(0),
+            cursor: AtomicUsize::new(0),
         });
-        let state = (&*server.callbacks as *const CallbackState).cast_mut().cast();
+        let state = (&*server.callback_state as *const CallbackState).cast_mut().cast();
         let registered = server
             .register(opcode::MALLOC, serve_malloc, state)
             .and_then(|()| server.register(opcode::FREE, serve_free, state));
@@ -314,6 +368,12 @@ impl RpcServer {
         self.ports
     }
 
+    /// Whether requests are served port by port through windows (see [`super::window`]), rather than
+    /// by libc's scan of every port.
+    pub fn serves_port_by_port(&self) -> bool {
+        self.whole.is_some()
+    }
+
     /// Lanes per port.
     pub fn lane_size(&self) -> u32 {
         self.lane_size
@@ -328,7 +388,8 @@ impl RpcServer {
             ffi::rpc_register_callback(self.raw, op, callback, data)
         });
         check("rpc_register_callback", status)?;
-        lock(&self.served_opcodes).push(op);
+        // Windows pick it up when next claimed.
+        lock(&self.callbacks).push((op, callback, data as usize));
         Ok(())
     }
 
@@ -375,6 +436,57 @@ impl RpcServer {
         self.mailbox_word(self.layout.server_word(i)) != self.mailbox_word(self.layout.client_word(i))
     }
 
+    /// The ports holding a request now, with their opcode and the client's word (which changes from
+    /// one request to the next), for the watchdog.
+    pub fn waiting_requests(&self) -> Vec<(u32, u16, u32)> {
+        let mut waiting = Vec::new();
+        self.for_each_pending(0, self.ports as usize, |port| {
+            waiting.push((
+                port as u32,
+                self.opcode_of(port),
+                self.mailbox_word(self.layout.client_word(port)),
+            ));
+        });
+        waiting
+    }
+
+    /// Calls `found` with each port of `start..start + count` (wrapping at the port count) that holds a
+    /// request, looking at two ports per load where the mailbox allows it.
+    fn for_each_pending(&self, start: usize, count: usize, mut found: impl FnMut(usize)) {
+        let ports = self.ports as usize;
+        let paired = ports.is_multiple_of(2) && start.is_multiple_of(2) && count.is_multiple_of(2);
+        if !paired {
+            for offset in 0..count {
+                let port = (start + offset) % ports;
+                if self.pending(port) {
+                    found(port);
+                }
+            }
+            return;
+        }
+        let server_words = self.mailbox.cast::<u64>();
+        // SAFETY: the client's words start 4 x (an even port count) bytes into the mailbox, so at a
+        // multiple of 8.
+        let client_words = unsafe { self.mailbox.add(self.layout.client_word(0)).cast::<u64>() };
+        for offset in (0..count).step_by(2) {
+            let pair = (start + offset) % ports / 2;
+            // SAFETY: `pair` < ports / 2, so both reads lie inside the two word arrays of the mailbox,
+            // aligned (see above). The words change under us (the device writes its own); these
+            // plain reads only nominate ports, and `pending` confirms each with atomic loads, as
+            // libc's server does again before serving.
+            let differ = unsafe {
+                std::ptr::read_volatile(server_words.add(pair)) ^ std::ptr::read_volatile(client_words.add(pair))
+            };
+            if differ != 0 {
+                for port in [2 * pair, 2 * pair + 1] {
+                    if self.pending(port) {
+                        found(port);
+                    }
+                }
+            }
+        }
+    }
+
     /// Starts fetching port `i`'s header and packet, which the device just wrote, so that their cache
     /// lines travel while the server gets ready instead of one after the other.
     fn prefetch_request(&self, i: usize) {
@@ -389,6 +501,30 @@ impl RpcServer {
         }
     }
 
+    /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
+    /// `OMPRPC_TRACE`).
+    fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, ended: super::calls::Ended) {
+        if super::stats::enabled() {
+            super::stats::global().record(&super::stats::Call {
+                device: self.device,
+                opcode,
+                lanes,
+                latency_ns: ended.at_ns.saturating_sub(began),
+                bytes_to_host: ended.to_host,
+                bytes_to_device: ended.to_device,
+            });
+        }
+        if let Some(trace) = super::trace::global() {
+            trace.host_call(self.device, port, opcode, began, ended.at_ns);
+        }
+    }
+
+    /// The mask of active lanes in port `i`'s header.
+    fn lane_mask_of(&self, i: usize) -> u64 {
+        // SAFETY: as in `opcode_of`; the mask is a naturally aligned u64 at the header's start.
+        unsafe { std::ptr::read_volatile(self.mailbox.add(self.layout.header(i)).cast::<u64>()) }
+    }
+
     /// The opcode in port `i`'s header.
     fn opcode_of(&self, i: usize) -> u16 {
         let at = self.layout.header(i) + HEADER_OPCODE_OFFSET;
@@ -397,8 +533,96 @@ impl RpcServer {
         unsafe { std::ptr::read_volatile(self.mailbox.add(at).cast::<u16>()) }
     }
 
-    /// Serves every waiting request once. Returns whether there was any.
+    /// Serves waiting requests: those of recently used ports, then those of the next part of the scan
+    /// (every port when there are few). Returns whether there was any. Called over and over by the
+    /// serving threads; a request waits for at most one pass over all ports before it is seen.
     pub fn serve_once(&self) -> bool {
+        if self.whole.is_none() {
+            return self.serve_whole();
+        }
+        let mut served = false;
+        for slot in &self.recent {
+            let port = slot.load(Ordering::Relaxed);
+            if port != NO_PORT && self.pending(port as usize) {
+                served |= self.serve_port(port as usize);
+            }
+        }
+        let ports = self.ports as usize;
+        let (start, count) = if ports <= SCAN_PART {
+            (0, ports)
+        } else {
+            (self.cursor.fetch_add(SCAN_PART, Ordering::Relaxed) % ports, SCAN_PART)
+        };
+        self.for_each_pending(start, count, |port| {
+            if self.serve_port(port) {
+                served = true;
+                self.remember(port);
+            }
+        });
+        served
+    }
+
+    /// Serves every port once, scanning them all (for threads that wait for a device's work).
+    pub fn serve_all_ports(&self) -> bool {
+        if self.whole.is_none() {
+            return self.serve_whole();
+        }
+        let mut served = false;
+        self.for_each_pending(0, self.ports as usize, |port| {
+            if self.serve_port(port) {
+                served = true;
+                self.remember(port);
+            }
+        });
+        served
+    }
+
+    /// Puts `port` among the recently used ones (unless it is there already).
+    fn remember(&self, port: usize) {
+        let port = port as u32;
+        if self.recent.iter().any(|slot| slot.load(Ordering::Relaxed) == port) {
+            return;
+        }
+        let slot = self.recent_next.fetch_add(1, Ordering::Relaxed) % RECENT_PORTS;
+        self.recent[slot].store(port, Ordering::Relaxed);
+    }
+
+    /// Serves `port`'s request through its window (opened on first use). Returns whether it was
+    /// served here (not by another thread that got there first).
+    fn serve_port(&self, port: usize) -> bool {
+        let Some(whole) = &self.whole else {
+            return self.serve_whole();
+        };
+        let window = match self.windows[port].claim(self.device, whole, port, &self.callbacks) {
+            Claim::Mine(window) => window,
+            Claim::Busy => return false,
+            Claim::Unavailable => return self.serve_whole(),
+        };
+        self.prefetch_request(port);
+        SERVING.with(|s| s.set(Some(self.device)));
+        let opcode = self.opcode_of(port);
+        let lanes = self.lane_mask_of(port).count_ones();
+        let began = super::calls::begin(self.device, port as u32, opcode);
+        let status = window.serve();
+        let ended = super::calls::end();
+        SERVING.with(|s| s.set(None));
+        drop(window);
+        self.account(port as u32, opcode, lanes, began, ended);
+        match status {
+            ffi::STATUS_SUCCESS => true,
+            ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(Some(port)),
+            other => {
+                log::error(format_args!(
+                    "device {}: LLVM libc's RPC server failed with status {other:#x}",
+                    self.device
+                ));
+                true
+            }
+        }
+    }
+
+    /// Serves every waiting request through libc's whole-server scan.
+    fn serve_whole(&self) -> bool {
         let Some(first) = (0..self.ports as usize).find(|&i| self.pending(i)) else {
             return false;
         };
@@ -406,14 +630,20 @@ impl RpcServer {
         let status = {
             let _shared = read(&self.gate);
             SERVING.with(|s| s.set(Some(self.device)));
+            // libc serves every waiting port; the call is accounted to the first.
+            let opcode = self.opcode_of(first);
+            let lanes = self.lane_mask_of(first).count_ones();
+            let began = super::calls::begin(self.device, first as u32, opcode);
             // SAFETY: `raw` is a live server; libc serializes ports with its own locks.
             let status = unsafe { ffi::rpc_handle_server(self.raw) };
+            let ended = super::calls::end();
             SERVING.with(|s| s.set(None));
+            self.account(first as u32, opcode, lanes, began, ended);
             status
         };
         match status {
             ffi::STATUS_SUCCESS => {}
-            ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(),
+            ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(None),
             other => log::error(format_args!(
                 "device {}: LLVM libc's RPC server failed with status {other:#x}",
                 self.device
@@ -422,19 +652,25 @@ impl RpcServer {
         true
     }
 
-    /// A device asked for an opcode nobody handles: libc leaves that port locked and the device
-    /// thread would wait forever. Say which opcode, flush what was written, and end the program.
-    fn unhandled_opcode(&self) -> ! {
-        let unknown = (0..self.ports as usize)
-            .filter(|&i| self.pending(i))
-            .map(|i| self.opcode_of(i))
-            .find(|op| !opcode::is_built_in(*op) && !lock(&self.served_opcodes).contains(op));
+    /// A device asked for an opcode nobody handles (on `port`, when known): libc leaves that port
+    /// locked and the device thread would wait forever. Say which opcode, flush what was written, and
+    /// end the program.
+    fn unhandled_opcode(&self, port: Option<usize>) -> ! {
+        let known = |op: &u16| opcode::is_built_in(*op) || lock(&self.callbacks).iter().any(|c| c.0 == *op);
+        let unknown = match port {
+            Some(port) => Some(self.opcode_of(port)).filter(|op| !known(op)),
+            None => (0..self.ports as usize)
+                .filter(|&i| self.pending(i))
+                .map(|i| self.opcode_of(i))
+                .find(|op| !known(op)),
+        };
         let what = unknown.map_or_else(|| "an opcode".to_string(), |op| format!("opcode {op:#06x}"));
         log::error(format_args!(
             "device {} called host service {what}, which has no handler; register one with \
              omprpc_register_handler (user opcodes start at 0x8000) before the kernel calls it. Ending the program.",
             self.device
         ));
+        let _ = catch_unwind(super::report_at_exit);
         // SAFETY: fflush(NULL) flushes every output stream; _exit ends the process without running
         // teardown that could wait for the device thread that now waits forever.
         unsafe {
@@ -447,6 +683,8 @@ impl RpcServer {
     pub fn shutdown(self: Arc<Self>) -> Result<()> {
         let server = Arc::try_unwrap(self).map_err(|_| Error::InvalidArg("the RPC server is still in use".into()))?;
         let memory = Arc::clone(&server.memory);
+        // The windows look into the mailbox: close them first.
+        drop(server.windows);
         let mut release = MailboxRelease { memory, result: Ok(()) };
         // SAFETY: no other reference to the server exists, so nothing serves it; `free_mailbox`
         // matches the callback type and `release` outlives the call.
@@ -546,6 +784,7 @@ pub(crate) mod tests {
                 "the client knows the port count"
             );
             assert!(!server.serve_once(), "nothing pending");
+            assert!(server.serves_port_by_port(), "libc 19.1.7's layout is recognised");
             let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let serving = serve_in_background(Arc::clone(&server), Arc::clone(&done));
             {

@@ -1,11 +1,20 @@
-//! The thread that serves every device with an RPC server. It polls while any kernel that may call the
-//! host is running, backing off from spinning to short sleeps when nothing comes, and sleeps on a
-//! condition variable, using no CPU, when no such kernel runs. It starts with the first server, so a
-//! program that never uses host services never has it.
+//! The threads that serve every device with an RPC server. One of them, the *scanner*, polls every
+//! server while any kernel that may call the host is running: it spins, then yields the processor
+//! between polls (so a first call after a lull is seen within microseconds, and device threads that
+//! share the host's cores get them), and sleeps on a condition variable, using no CPU, when no such
+//! kernel runs. A *stand-by* thread looks every millisecond at what the scanner serves; when one call
+//! has held it for longer than [`TAKEOVER_AFTER`] (a handler reading stdin, a write to a slow file
+//! system), the stand-by becomes the scanner and starts a new stand-by, so that other ports and other
+//! devices are not held up by one slow call. The thread that was held up stands by, or ends if
+//! another thread stands by already. Calls of one user opcode still reach their handler one at a
+//! time (the handler's own lock). The threads start with the first server, so a program that never
+//! uses host services never has them.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
+
+use super::calls::{self, CallSlot};
 
 use super::registry;
 use crate::util::error::{Error, Result};
@@ -23,6 +32,12 @@ struct Service {
     starting: Mutex<()>,
     /// The fork generation of the process this service (and its thread) belongs to.
     generation: u64,
+    /// The call slot of the scanning thread (null before the first one runs).
+    scanner: AtomicPtr<CallSlot>,
+    /// Threads standing by.
+    standing_by: AtomicUsize,
+    /// Serving threads alive.
+    threads: AtomicUsize,
 }
 
 impl Service {
@@ -34,6 +49,9 @@ impl Service {
             running: AtomicBool::new(false),
             starting: Mutex::new(()),
             generation,
+            scanner: AtomicPtr::new(std::ptr::null_mut()),
+            standing_by: AtomicUsize::new(0),
+            threads: AtomicUsize::new(0),
         }
     }
 }
@@ -80,11 +98,13 @@ fn replace_service() -> &'static Service {
     fresh
 }
 
-/// Spinning rounds with nothing to serve before the thread starts yielding, then sleeping.
+/// Spinning rounds with nothing to serve before the scanner starts yielding the processor between
+/// polls.
 const SPIN_ROUNDS: u32 = 4000;
-const YIELD_ROUNDS: u32 = 8000;
-/// Longest sleep between polls while kernels run, bounding the latency of a first call after a lull.
-const MAX_NAP: Duration = Duration::from_micros(500);
+/// How long one call may hold the scanner before a stand-by thread takes over the scan.
+pub const TAKEOVER_AFTER: Duration = Duration::from_millis(1);
+/// Most serving threads at once; with this many held up by slow calls, further calls wait.
+const MAX_THREADS: usize = 16;
 
 /// Starts the serving thread unless it runs already. Without it a kernel that calls the host would
 /// wait for ever (on the host device the kernel runs on the thread that launched it), so a failure is
@@ -101,21 +121,47 @@ fn start_thread(service: &'static Service) -> Result<()> {
     if service.running.load(Ordering::Acquire) {
         return Ok(());
     }
+    spawn_serving_thread(service, Role::Scan)?;
+    // Without a stand-by, calls still get served, only one at a time: not a reason to fail.
+    if let Err(e) = spawn_serving_thread(service, Role::StandBy) {
+        log::info(format_args!("{e}; host calls are served one at a time"));
+    }
+    service.running.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// What a serving thread does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Polls every server.
+    Scan,
+    /// Takes over the scan when a call holds the scanner up.
+    StandBy,
+}
+
+fn spawn_serving_thread(service: &'static Service, role: Role) -> Result<()> {
     let no_threads_left = Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+    service.threads.fetch_add(1, Ordering::AcqRel);
+    if role == Role::StandBy {
+        service.standing_by.fetch_add(1, Ordering::AcqRel);
+    }
     let spawned = fault::call_or("pthread_create", no_threads_left, || {
         std::thread::Builder::new()
             .name("omprpc-rpc".into())
-            .spawn(move || serve_forever(service))
+            .spawn(move || serve_forever(service, role))
     });
     match spawned {
-        Ok(_) => {
-            service.running.store(true, Ordering::Release);
-            Ok(())
+        Ok(_) => Ok(()),
+        Err(e) => {
+            service.threads.fetch_sub(1, Ordering::AcqRel);
+            if role == Role::StandBy {
+                service.standing_by.fetch_sub(1, Ordering::AcqRel);
+            }
+            Err(Error::Os {
+                call: "pthread_create of the RPC serving thread",
+                detail: e.to_string(),
+            })
         }
-        Err(e) => Err(Error::Os {
-            call: "pthread_create of the RPC serving thread",
-            detail: e.to_string(),
-        }),
     }
 }
 
@@ -126,9 +172,19 @@ pub fn kernel_started() -> Result<()> {
     start_thread(service)?;
     if service.active.fetch_add(1, Ordering::SeqCst) == 0 {
         let _lock = lock(&service.sleep);
-        service.wake.notify_one();
+        service.wake.notify_all();
     }
     Ok(())
+}
+
+/// Serving threads alive in this process (for the watchdog).
+pub fn serving_threads() -> usize {
+    service().threads.load(Ordering::Acquire)
+}
+
+/// Whether a kernel that may call the host is running (for the watchdog).
+pub fn kernels_in_flight() -> bool {
+    service().active.load(Ordering::SeqCst) > 0
 }
 
 /// `count` kernels counted by [`kernel_started`] have ended.
@@ -141,20 +197,46 @@ pub fn kernels_finished(count: usize) {
     }
 }
 
-fn serve_forever(service: &'static Service) {
+fn serve_forever(service: &'static Service, mut role: Role) {
+    let me = calls::my_slot() as *const CallSlot as *mut CallSlot;
+    if role == Role::Scan {
+        service.scanner.store(me, Ordering::Release);
+    }
+    loop {
+        role = match role {
+            Role::Scan => scan(service, me),
+            Role::StandBy => stand_by(service, me),
+        };
+        if role == Role::StandBy && service.standing_by.fetch_add(1, Ordering::AcqRel) > 0 {
+            // Held up by a slow call, and another thread stands by already.
+            service.standing_by.fetch_sub(1, Ordering::AcqRel);
+            service.threads.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+    }
+}
+
+/// Sleeps, holding no server, until a kernel that may call the host runs.
+fn wait_for_kernels(service: &Service) {
+    let mut guard = lock(&service.sleep);
+    while service.active.load(Ordering::SeqCst) == 0 {
+        guard = wait(&service.wake, guard);
+    }
+}
+
+/// Polls every server while this thread is the scanner; returns when another thread took over.
+fn scan(service: &'static Service, me: *mut CallSlot) -> Role {
     let mut quiet_rounds = 0u32;
-    let mut nap = Duration::from_micros(20);
     let mut seen = registry::generation();
     let mut servers = registry::servers();
     loop {
+        if service.scanner.load(Ordering::Acquire) != me {
+            return Role::StandBy;
+        }
         if service.active.load(Ordering::SeqCst) == 0 {
             // Hold no server while asleep, so that a device's teardown need not wait for this thread.
             drop(servers);
-            let mut guard = lock(&service.sleep);
-            while service.active.load(Ordering::SeqCst) == 0 {
-                guard = wait(&service.wake, guard);
-            }
-            drop(guard);
+            wait_for_kernels(service);
             seen = registry::generation();
             servers = registry::servers();
             quiet_rounds = 0;
@@ -170,18 +252,43 @@ fn serve_forever(service: &'static Service) {
         }
         if served {
             quiet_rounds = 0;
-            nap = Duration::from_micros(20);
+        } else if quiet_rounds < SPIN_ROUNDS {
+            quiet_rounds += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Looks every millisecond at the scanner while kernels run; takes over the scan when one call has
+/// held the scanner longer than [`TAKEOVER_AFTER`], starting a new stand-by thread.
+fn stand_by(service: &'static Service, me: *mut CallSlot) -> Role {
+    loop {
+        if service.active.load(Ordering::SeqCst) == 0 {
+            wait_for_kernels(service);
+        }
+        std::thread::sleep(TAKEOVER_AFTER);
+        let scanner = service.scanner.load(Ordering::Acquire);
+        // SAFETY: slots are leaked, so the pointer (set from `my_slot` of a serving thread) is valid.
+        let held_up = unsafe { scanner.as_ref() }
+            .and_then(CallSlot::current)
+            .is_some_and(|call| calls::now_ns().saturating_sub(call.since_ns) >= TAKEOVER_AFTER.as_nanos() as u64);
+        if !held_up
+            || service
+                .scanner
+                .compare_exchange(scanner, me, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
             continue;
         }
-        quiet_rounds = quiet_rounds.saturating_add(1);
-        if quiet_rounds < SPIN_ROUNDS {
-            std::hint::spin_loop();
-        } else if quiet_rounds < YIELD_ROUNDS {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(MAX_NAP);
+        service.standing_by.fetch_sub(1, Ordering::AcqRel);
+        if service.threads.load(Ordering::Acquire) < MAX_THREADS {
+            if let Err(e) = spawn_serving_thread(service, Role::StandBy) {
+                log::info(format_args!("{e}; no thread stands by for another slow host call"));
+            }
         }
+        return Role::Scan;
     }
 }
 
@@ -190,7 +297,7 @@ pub fn serve_all_once() -> bool {
     let servers = registry::servers();
     let mut served = false;
     for server in servers.iter() {
-        served |= server.serve_once();
+        served |= server.serve_all_ports();
     }
     served
 }
@@ -214,5 +321,85 @@ mod tests {
         start_thread(service).unwrap();
         assert!(service.running.load(Ordering::Acquire));
         start_thread(service).unwrap();
+    }
+
+    /// Sleeps, then echoes; says when it woke.
+    struct Sleepy(std::sync::Arc<AtomicBool>);
+
+    impl registry::UserHandler for Sleepy {
+        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+            let mut packets = port.lane_packets();
+            port.recv(&mut packets).unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+            self.0.store(true, Ordering::SeqCst);
+            port.send(&packets).unwrap();
+        }
+    }
+
+    /// Echoes every lane's packet, plus one.
+    struct Echo;
+
+    impl registry::UserHandler for Echo {
+        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+            let mut packets = port.lane_packets();
+            let lanes = port.recv(&mut packets).unwrap() as usize;
+            for packet in packets.iter_mut().take(lanes) {
+                packet.data[0] += 1;
+            }
+            port.send(&packets).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_slow_handler_holds_up_no_other_port_or_device() {
+        use crate::rpc::server::tests::CountingMemory;
+        use crate::rpc::server::RpcServer;
+        use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+        use std::sync::Arc;
+        const SLEEPY: u16 = 0xA5A0;
+        const ECHO: u16 = 0xA5A1;
+        let woke = Arc::new(AtomicBool::new(false));
+        registry::register_handler(SLEEPY, Box::new(Sleepy(Arc::clone(&woke)))).unwrap();
+        registry::register_handler(ECHO, Box::new(Echo)).unwrap();
+        let servers: Vec<Arc<RpcServer>> = (70..72)
+            .map(|device| RpcServer::new(device, 8, 1, Arc::new(CountingMemory::default())).unwrap())
+            .collect();
+        for server in &servers {
+            registry::add_server(Arc::clone(server)).unwrap();
+        }
+        kernel_started().unwrap();
+        let devices: Vec<SimulatedDevice> = servers.iter().map(|s| SimulatedDevice::new(Arc::clone(s))).collect();
+        std::thread::scope(|scope| {
+            let sleeper = scope.spawn(|| SimulatedWarp::new(&devices[0], 0).call(SLEEPY, 1, &[[7; 8]]));
+            // Let the slow call reach its handler first.
+            std::thread::sleep(Duration::from_millis(50));
+            let callers: Vec<_> = [(0usize, 4usize), (1, 0), (1, 5)]
+                .into_iter()
+                .map(|(device, port)| {
+                    let devices = &devices;
+                    let woke = &woke;
+                    scope.spawn(move || {
+                        let warp = SimulatedWarp::new(&devices[device], port);
+                        for i in 0..3_400u64 {
+                            assert_eq!(warp.call(ECHO, 1, &[[i; 8]])[0][0], i + 1);
+                        }
+                        woke.load(Ordering::SeqCst)
+                    })
+                })
+                .collect();
+            for caller in callers {
+                assert!(
+                    !caller.join().unwrap(),
+                    "10,200 calls on other ports and devices finished only after the slow call"
+                );
+            }
+            assert_eq!(sleeper.join().unwrap()[0][0], 7, "the slow call got its reply");
+        });
+        kernels_finished(1);
+        drop(devices);
+        for server in servers {
+            registry::remove_server(&server).unwrap();
+            server.shutdown().unwrap();
+        }
     }
 }

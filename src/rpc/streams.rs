@@ -217,9 +217,11 @@ pub mod checked {
     /// As `fwrite`, but for the stream, which is checked.
     pub unsafe extern "C" fn fwrite(data: *const c_void, size: usize, count: usize, stream: *mut FILE) -> usize {
         // SAFETY: a usable stream is live; the rest is the caller's contract.
-        pass_on(WRITE, stream, 0, || unsafe {
+        let written = pass_on(WRITE, stream, 0, || unsafe {
             (STDIO.fwrite)(data, size, count, stream)
-        })
+        });
+        crate::rpc::calls::moved_to_host((written * size) as u64);
+        written
     }
 
     /// `fwrite_unlocked`.
@@ -233,9 +235,11 @@ pub mod checked {
         stream: *mut FILE,
     ) -> usize {
         // SAFETY: as in `fwrite`.
-        pass_on(WRITE, stream, 0, || unsafe {
+        let written = pass_on(WRITE, stream, 0, || unsafe {
             (STDIO.fwrite_unlocked)(data, size, count, stream)
-        })
+        });
+        crate::rpc::calls::moved_to_host((written * size) as u64);
+        written
     }
 
     /// `fread`.
@@ -244,9 +248,11 @@ pub mod checked {
     /// As `fread`, but for the stream, which is checked.
     pub unsafe extern "C" fn fread(data: *mut c_void, size: usize, count: usize, stream: *mut FILE) -> usize {
         // SAFETY: as in `fwrite`.
-        pass_on("fread", stream, 0, || unsafe {
+        let read = pass_on("fread", stream, 0, || unsafe {
             (STDIO.fread)(data, size, count, stream)
-        })
+        });
+        crate::rpc::calls::moved_to_device((read * size) as u64);
+        read
     }
 
     /// `fgets`.
@@ -255,9 +261,14 @@ pub mod checked {
     /// As `fgets`, but for the stream, which is checked.
     pub unsafe extern "C" fn fgets(buffer: *mut c_char, size: c_int, stream: *mut FILE) -> *mut c_char {
         // SAFETY: as in `fwrite`.
-        pass_on("fgets", stream, std::ptr::null_mut(), || unsafe {
+        let line = pass_on("fgets", stream, std::ptr::null_mut(), || unsafe {
             (STDIO.fgets)(buffer, size, stream)
-        })
+        });
+        if !line.is_null() {
+            // SAFETY: fgets returned the buffer, which now holds a NUL-terminated line.
+            crate::rpc::calls::moved_to_device(unsafe { libc::strlen(line) } as u64);
+        }
+        line
     }
 
     /// `fseek`.

@@ -34,6 +34,11 @@ fn emit(line: String) {
     let _ = stderr.write_all(line.as_bytes());
 }
 
+/// Reports what `OMPRPC_WATCHDOG_MS` watches for; always shown, since the user asked for it.
+pub fn watchdog(text: impl std::fmt::Display) {
+    emit(format!("omprpc watchdog: {text}\n"));
+}
+
 /// Reports a failure; always shown, because the caller gets only `OFFLOAD_FAIL` and needs the reason.
 pub fn error(text: impl std::fmt::Display) {
     emit(format!("omprpc error: {text}\n"));

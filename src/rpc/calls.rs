@@ -1,0 +1,185 @@
+//! The host calls being served right now, one slot per serving thread: what a stand-by serving thread
+//! looks at to take over from one held up by a slow call, and what the watchdog reports.
+//!
+//! A slot is written only by its own thread, with relaxed stores published by the release store of
+//! `since_ns`; readers on other threads see a consistent call or an idle slot (a call that ends while
+//! it is read may show fields of the next one, which only affects a message).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::util::sync::lock;
+
+/// What one thread is serving.
+#[derive(Default)]
+pub struct CallSlot {
+    /// When the call was seen (see [`now_ns`]), 0 while the thread serves nothing.
+    since_ns: AtomicU64,
+    device: AtomicUsize,
+    port: AtomicU32,
+    opcode: AtomicU32,
+    /// Whether a thread owns the slot (slots of threads that ended are reused).
+    taken: AtomicBool,
+    /// A number that changes with every call, so that a report names one call once.
+    serial: AtomicU64,
+}
+
+/// A call in progress, as read from a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The device that made it.
+    pub device: usize,
+    /// Its port.
+    pub port: u32,
+    /// Its opcode.
+    pub opcode: u16,
+    /// When it was seen ([`now_ns`]).
+    pub since_ns: u64,
+    /// Distinguishes it from the slot's other calls.
+    pub serial: u64,
+}
+
+impl CallSlot {
+    /// The call in progress, if any.
+    pub fn current(&self) -> Option<Call> {
+        let since_ns = self.since_ns.load(Ordering::Acquire);
+        (since_ns != 0).then(|| Call {
+            device: self.device.load(Ordering::Relaxed),
+            port: self.port.load(Ordering::Relaxed),
+            opcode: self.opcode.load(Ordering::Relaxed) as u16,
+            since_ns,
+            serial: self.serial.load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// Nanoseconds on the trace's clock ([`super::trace::now_ns`]), never 0.
+pub fn now_ns() -> u64 {
+    super::trace::now_ns().max(1)
+}
+
+static SLOTS: Mutex<Vec<&'static CallSlot>> = Mutex::new(Vec::new());
+
+/// Gives the slot back when its thread ends.
+struct Owned(&'static CallSlot);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        self.0.since_ns.store(0, Ordering::Release);
+        self.0.taken.store(false, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static MINE: Owned = Owned(take_slot());
+    /// Bytes the call this thread serves moved to the host and to the device, so far.
+    static MOVED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// The call being served on this thread delivered `bytes` to the host (a write, a handler's receive).
+pub fn moved_to_host(bytes: u64) {
+    MOVED.with(|m| m.set((m.get().0 + bytes, m.get().1)));
+}
+
+/// The call being served on this thread got `bytes` from the host (a read, a handler's reply).
+pub fn moved_to_device(bytes: u64) {
+    MOVED.with(|m| m.set((m.get().0, m.get().1 + bytes)));
+}
+
+/// What a finished call moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    /// When it ended ([`now_ns`]).
+    pub at_ns: u64,
+    /// Bytes it delivered to the host.
+    pub to_host: u64,
+    /// Bytes it got from the host.
+    pub to_device: u64,
+}
+
+fn take_slot() -> &'static CallSlot {
+    let mut slots = lock(&SLOTS);
+    if let Some(free) = slots.iter().find(|s| {
+        s.taken
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }) {
+        return free;
+    }
+    let slot: &'static CallSlot = Box::leak(Box::default());
+    slot.taken.store(true, Ordering::Relaxed);
+    slots.push(slot);
+    slot
+}
+
+/// The calling thread's slot.
+pub fn my_slot() -> &'static CallSlot {
+    MINE.with(|owned| owned.0)
+}
+
+/// Every slot (idle ones included).
+pub fn slots() -> Vec<&'static CallSlot> {
+    lock(&SLOTS).clone()
+}
+
+/// Marks the start of serving `opcode` on `port` of `device` on this thread; returns the time it
+/// was seen.
+pub fn begin(device: usize, port: u32, opcode: u16) -> u64 {
+    let slot = my_slot();
+    let now = now_ns();
+    slot.device.store(device, Ordering::Relaxed);
+    slot.port.store(port, Ordering::Relaxed);
+    slot.opcode.store(u32::from(opcode), Ordering::Relaxed);
+    slot.serial.fetch_add(1, Ordering::Relaxed);
+    slot.since_ns.store(now, Ordering::Release);
+    MOVED.with(|m| m.set((0, 0)));
+    now
+}
+
+/// Marks the end of this thread's call; returns when, and what it moved.
+pub fn end() -> Ended {
+    my_slot().since_ns.store(0, Ordering::Release);
+    let (to_host, to_device) = MOVED.with(Cell::get);
+    Ended {
+        at_ns: now_ns(),
+        to_host,
+        to_device,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_shows_its_call_to_other_threads_and_is_reused_after_its_thread_ends() {
+        let (slot, seen) = std::thread::spawn(|| {
+            let slot = my_slot() as *const CallSlot as usize;
+            let since = begin(4, 17, 0x8001);
+            let seen = slots()
+                .into_iter()
+                .find(|s| *s as *const CallSlot as usize == slot)
+                .and_then(CallSlot::current)
+                .unwrap();
+            assert_eq!(seen.since_ns, since);
+            end();
+            assert_eq!(my_slot().current(), None);
+            (slot, seen)
+        })
+        .join()
+        .unwrap();
+        assert_eq!((seen.device, seen.port, seen.opcode), (4, 17, 0x8001));
+        assert!(slots().iter().any(|s| *s as *const CallSlot as usize == slot));
+    }
+
+    #[test]
+    fn a_thread_that_ends_gives_its_slot_back() {
+        let slot: &'static CallSlot = Box::leak(Box::default());
+        slot.taken.store(true, Ordering::Relaxed);
+        slot.since_ns.store(5, Ordering::Relaxed);
+        drop(Owned(slot));
+        assert!(!slot.taken.load(Ordering::Relaxed));
+        assert_eq!(slot.current(), None);
+    }
+}

@@ -1,0 +1,333 @@
+//! `OMPRPC_WATCHDOG_MS=N`: while the program runs, say which host call has been open longer than N ms
+//! (device, port, opcode, how long, and for a user opcode which handler), once per call and again
+//! when it finishes; and say when a device has called the host and no thread has picked the call up
+//! for N ms (no serving thread alive, or every one held up), the hang upstream LLVM shipped twice.
+//! This is the message a user needs when a kernel seems to hang in a host call.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use super::calls::{self, CallSlot};
+use super::{ffi, registry, service};
+use crate::util::log;
+
+/// The limit `OMPRPC_WATCHDOG_MS` sets, if any (read once).
+pub fn limit() -> Option<Duration> {
+    static LIMIT: OnceLock<Option<Duration>> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let text = std::env::var("OMPRPC_WATCHDOG_MS").ok()?;
+        let parsed = parse_limit(&text);
+        if parsed.is_none() && !text.trim().is_empty() {
+            log::error(format_args!(
+                "OMPRPC_WATCHDOG_MS='{text}' is not a number of milliseconds from 1 to 86400000; no watchdog"
+            ));
+        }
+        parsed
+    })
+}
+
+/// Parses a limit in milliseconds (1 ms to a day).
+pub fn parse_limit(text: &str) -> Option<Duration> {
+    let ms: u64 = text.trim().parse().ok()?;
+    (1..=86_400_000).contains(&ms).then(|| Duration::from_millis(ms))
+}
+
+/// Starts the watchdog thread once, when a limit is set.
+pub fn start() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let Some(limit) = limit() else { return };
+    STARTED.get_or_init(|| {
+        let spawned = std::thread::Builder::new()
+            .name("omprpc-watchdog".into())
+            .spawn(move || {
+                let mut watchdog = Watchdog::new(limit);
+                loop {
+                    std::thread::sleep(watchdog.tick());
+                    for line in watchdog.look() {
+                        log::watchdog(line);
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            log::error(format_args!(
+                "OMPRPC_WATCHDOG_MS is set but its thread could not start: {e}"
+            ));
+        }
+    });
+}
+
+/// How messages name an opcode: libc's by name, user opcodes with their handler.
+pub fn describe_opcode(opcode: u16) -> String {
+    if let Some(name) = ffi::opcode::name(opcode) {
+        return name.to_string();
+    }
+    if opcode >= ffi::opcode::FIRST_USER {
+        return match registry::registered(opcode) {
+            Some(registered) => format!("user opcode {opcode:#06x} ({})", registered.handler.name()),
+            None => format!("user opcode {opcode:#06x} (no handler registered)"),
+        };
+    }
+    format!("opcode {opcode:#06x}")
+}
+
+/// A call being served that the watchdog reported.
+struct Reported {
+    device: usize,
+    port: u32,
+    opcode: u16,
+    since_ns: u64,
+}
+
+/// What the watchdog remembers between looks.
+pub struct Watchdog {
+    limit_ns: u64,
+    /// Calls being served and reported as stuck, by slot and call serial.
+    stuck: HashMap<(usize, u64), Reported>,
+    /// Requests nobody serves yet, by (device, port, client word): when first seen, whether reported.
+    waiting: HashMap<(usize, u32, u32), (u64, bool)>,
+}
+
+impl Watchdog {
+    /// A watchdog for calls open longer than `limit`.
+    pub fn new(limit: Duration) -> Watchdog {
+        Watchdog {
+            limit_ns: limit.as_nanos() as u64,
+            stuck: HashMap::new(),
+            waiting: HashMap::new(),
+        }
+    }
+
+    /// How long to sleep between looks: a quarter of the limit, at least 1 ms and at most 1 s.
+    pub fn tick(&self) -> Duration {
+        Duration::from_nanos(self.limit_ns / 4).clamp(Duration::from_millis(1), Duration::from_secs(1))
+    }
+
+    /// Looks at every call being served and every request waiting in a server in service; returns
+    /// the lines to report.
+    pub fn look(&mut self) -> Vec<String> {
+        self.look_at(&registry::servers())
+    }
+
+    /// [`Watchdog::look`], with the requests of `servers`.
+    pub fn look_at(&mut self, servers: &[std::sync::Arc<super::server::RpcServer>]) -> Vec<String> {
+        let now = calls::now_ns();
+        let mut lines = Vec::new();
+        let mut being_served = Vec::new();
+        let mut still_open = Vec::new();
+        for slot in calls::slots() {
+            let key_slot = slot as *const CallSlot as usize;
+            if let Some(call) = slot.current() {
+                being_served.push((call.device, call.port));
+                let key = (key_slot, call.serial);
+                still_open.push(key);
+                let open_ns = now.saturating_sub(call.since_ns);
+                if open_ns >= self.limit_ns && !self.stuck.contains_key(&key) {
+                    lines.push(format!(
+                        "device {} port {}: host call {} has been open for {} ms; the kernel waits for it",
+                        call.device,
+                        call.port,
+                        describe_opcode(call.opcode),
+                        open_ns / 1_000_000
+                    ));
+                    self.stuck.insert(
+                        key,
+                        Reported {
+                            device: call.device,
+                            port: call.port,
+                            opcode: call.opcode,
+                            since_ns: call.since_ns,
+                        },
+                    );
+                }
+            }
+        }
+        self.stuck.retain(|key, call| {
+            if still_open.contains(key) {
+                return true;
+            }
+            lines.push(format!(
+                "device {} port {}: host call {} finished after about {} ms",
+                call.device,
+                call.port,
+                describe_opcode(call.opcode),
+                now.saturating_sub(call.since_ns) / 1_000_000
+            ));
+            false
+        });
+        let mut seen = Vec::new();
+        for server in servers {
+            for (port, opcode, word) in server.waiting_requests() {
+                if being_served.contains(&(server.device(), port)) {
+                    continue;
+                }
+                let key = (server.device(), port, word);
+                seen.push(key);
+                let (since, reported) = self.waiting.entry(key).or_insert((now, false));
+                if !*reported && now.saturating_sub(*since) >= self.limit_ns {
+                    *reported = true;
+                    let why = if service::serving_threads() == 0 {
+                        "no thread is serving host calls (none is alive)".to_string()
+                    } else if !service::kernels_in_flight() {
+                        "host calls are served only while the plugin knows of a kernel that may call the host, and it knows of none".to_string()
+                    } else {
+                        "every serving thread is held up".to_string()
+                    };
+                    lines.push(format!(
+                        "device {} port {port}: a kernel called the host ({}) {} ms ago and nothing serves it: {why}",
+                        server.device(),
+                        describe_opcode(opcode),
+                        now.saturating_sub(*since) / 1_000_000
+                    ));
+                }
+            }
+        }
+        self.waiting.retain(|key, _| seen.contains(key));
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpc::server::tests::CountingMemory;
+    use crate::rpc::server::RpcServer;
+    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Sleeps 400 ms, then echoes.
+    struct Slow;
+
+    impl registry::UserHandler for Slow {
+        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+            let mut packets = port.lane_packets();
+            port.recv(&mut packets).unwrap();
+            std::thread::sleep(Duration::from_millis(400));
+            port.send(&packets).unwrap();
+        }
+
+        fn name(&self) -> String {
+            "handler slow()".into()
+        }
+    }
+
+    /// Echoes at once.
+    struct Quick;
+
+    impl registry::UserHandler for Quick {
+        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+            let mut packets = port.lane_packets();
+            port.recv(&mut packets).unwrap();
+            port.send(&packets).unwrap();
+        }
+    }
+
+    /// Looks every 10 ms while `work` runs on another thread, then once more; the lines about `device`.
+    fn watch_while(
+        watchdog: &mut Watchdog,
+        device: usize,
+        servers: &[Arc<RpcServer>],
+        work: impl FnOnce() + Send,
+    ) -> Vec<String> {
+        let done = AtomicBool::new(false);
+        let mut lines = Vec::new();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                work();
+                done.store(true, Ordering::SeqCst);
+            });
+            while !done.load(Ordering::SeqCst) {
+                lines.extend(watchdog.look_at(servers));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        lines.extend(watchdog.look_at(servers));
+        let mine = format!("device {device} ");
+        lines.into_iter().filter(|l| l.starts_with(&mine)).collect()
+    }
+
+    #[test]
+    fn reports_a_stuck_handler_once_and_when_it_finishes_and_is_quiet_otherwise() {
+        const SLOW: u16 = 0xA6A0;
+        const QUICK: u16 = 0xA6A1;
+        registry::register_handler(SLOW, Box::new(Slow)).unwrap();
+        registry::register_handler(QUICK, Box::new(Quick)).unwrap();
+        let server = RpcServer::new(90, 4, 32, Arc::new(CountingMemory::default())).unwrap();
+        registry::add_server(Arc::clone(&server)).unwrap();
+        service::kernel_started().unwrap();
+        let device = SimulatedDevice::new(Arc::clone(&server));
+        let mut watchdog = Watchdog::new(Duration::from_millis(100));
+        let quiet = watch_while(&mut watchdog, 90, &[], || {
+            let warp = SimulatedWarp::new(&device, 1);
+            for i in 0..2_000u64 {
+                assert_eq!(warp.call(QUICK, 0xF, &[[i; 8]; 32])[3][0], i);
+            }
+        });
+        assert_eq!(quiet, Vec::<String>::new(), "quick calls are not reported");
+        let lines = watch_while(&mut watchdog, 90, &[], || {
+            SimulatedWarp::new(&device, 2).call(SLOW, 1, &[[1; 8]; 32]);
+        });
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(
+            lines[0].starts_with("device 90 port 2: host call user opcode 0xa6a0 (handler slow()) has been open for 1"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1]
+                .starts_with("device 90 port 2: host call user opcode 0xa6a0 (handler slow()) finished after about"),
+            "{}",
+            lines[1]
+        );
+        service::kernels_finished(1);
+        drop(device);
+        registry::remove_server(&server).unwrap();
+        server.shutdown().unwrap();
+    }
+
+    #[test]
+    fn reports_a_call_that_nothing_serves() {
+        const LATE: u16 = 0xA6A2;
+        registry::register_handler(LATE, Box::new(Quick)).unwrap();
+        // A server out of service: nobody serves its calls.
+        let server = RpcServer::new(91, 4, 1, Arc::new(CountingMemory::default())).unwrap();
+        server.install_user_opcode(registry::registered(LATE).unwrap()).unwrap();
+        let device = SimulatedDevice::new(Arc::clone(&server));
+        let mut watchdog = Watchdog::new(Duration::from_millis(50));
+        let servers = [Arc::clone(&server)];
+        let lines = std::thread::scope(|scope| {
+            let caller = scope.spawn(|| SimulatedWarp::new(&device, 3).call(LATE, 1, &[[5; 8]]));
+            let mut lines = Vec::new();
+            for _ in 0..30 {
+                lines.extend(watchdog.look_at(&servers));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // Serve it here, so that the caller ends.
+            while !caller.is_finished() {
+                server.serve_all_ports();
+            }
+            lines
+        });
+        let lines: Vec<String> = lines.into_iter().filter(|l| l.starts_with("device 91 ")).collect();
+        assert_eq!(lines.len(), 1, "once per call: {lines:#?}");
+        assert!(
+            lines[0].starts_with(
+                "device 91 port 3: a kernel called the host (user opcode 0xa6a2 (a handler registered from Rust))"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].contains("and nothing serves it: "), "{}", lines[0]);
+        drop((device, servers));
+        server.shutdown().unwrap();
+    }
+
+    #[test]
+    fn limits_parse_as_milliseconds() {
+        assert_eq!(parse_limit(" 250 "), Some(Duration::from_millis(250)));
+        assert_eq!(parse_limit("0"), None);
+        assert_eq!(parse_limit("ten"), None);
+        assert_eq!(parse_limit("86400001"), None);
+    }
+}

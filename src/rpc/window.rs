@@ -1,0 +1,319 @@
+//! Serving one port at a time with libc's own server.
+//!
+//! libc 19.1's `rpc_handle_server` scans every port of its server on every call, so a round trip
+//! costs time in proportion to the port count (measured at main 105c661: 3.6x a cache-line round trip
+//! at the default count, 17.6x at 4,096 ports). Its handlers stay the engine of every opcode; what
+//! changes is how the plugin points them at a request. Besides the device's own libc server (which
+//! owns the mailbox and hands out the client), the plugin creates, for each port that receives a
+//! request, a *window*: a second libc server of one port whose view of the mailbox is moved onto that
+//! port. `rpc_handle_server` on a window looks at that one port, serves it with libc's handlers, and
+//! returns, however many ports the device has.
+//!
+//! Moving the view writes four pointers of libc's `Device` object, which its header does not
+//! publish. [`Anatomy::check`] therefore proves, on the device's own server and on every window, that
+//! the object is laid out as libc 19.1.7 lays it out (every field compared with what the server must
+//! hold); where it is not, the plugin serves through `rpc_handle_server` of the whole server as
+//! before, and says so once.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use super::ffi;
+use super::mailbox::Layout;
+use crate::util::error::{Error, Result};
+use crate::util::sync::lock;
+use crate::util::{fault, log};
+
+/// A callback as the device's server has it: opcode, function, data.
+pub type Callback = (u16, ffi::OpcodeCallback, usize);
+
+/// A port's window, opened when the port first receives a request, and who is serving it. One
+/// thread at a time uses a window (see [`PortWindow::claim`]), so it can be given callbacks registered
+/// since it opened without a lock that serving would have to take: a thread held up in one port's
+/// slow call then holds up no registration and no other port.
+#[derive(Default)]
+pub struct PortWindow {
+    window: OnceLock<Option<Window>>,
+    busy: AtomicBool,
+    /// How many of the device's callbacks (a list that only grows) the window has.
+    synced: AtomicUsize,
+}
+
+/// What [`PortWindow::claim`] got.
+pub enum Claim<'a> {
+    /// The window, this thread's until the guard drops.
+    Mine(WindowGuard<'a>),
+    /// Another thread is serving the port.
+    Busy,
+    /// The window could not be opened; serve the port another way.
+    Unavailable,
+}
+
+/// A claimed window.
+pub struct WindowGuard<'a> {
+    slot: &'a PortWindow,
+    window: &'a Window,
+}
+
+impl std::ops::Deref for WindowGuard<'_> {
+    type Target = Window;
+    fn deref(&self) -> &Window {
+        self.window
+    }
+}
+
+impl Drop for WindowGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.busy.store(false, Ordering::Release);
+    }
+}
+
+impl PortWindow {
+    /// Claims the window onto `port` of `whole`, opening it on first use and giving it every
+    /// callback of `callbacks` it lacks; `device` names the device in a message.
+    pub fn claim<'a>(
+        &'a self,
+        device: usize,
+        whole: &Whole,
+        port: usize,
+        callbacks: &Mutex<Vec<Callback>>,
+    ) -> Claim<'a> {
+        if self.busy.swap(true, Ordering::Acquire) {
+            return Claim::Busy;
+        }
+        let release = |claim| {
+            self.busy.store(false, Ordering::Release);
+            claim
+        };
+        let opened = self.window.get_or_init(|| {
+            let list = lock(callbacks);
+            match Window::open(whole, port, &list) {
+                Ok(window) => {
+                    self.synced.store(list.len(), Ordering::Relaxed);
+                    Some(window)
+                }
+                Err(e) => {
+                    log::error(format_args!(
+                        "device {device}: port {port} is served by scanning every port: {e}"
+                    ));
+                    None
+                }
+            }
+        });
+        let Some(window) = opened else {
+            return release(Claim::Unavailable);
+        };
+        let synced = self.synced.load(Ordering::Relaxed);
+        let list = lock(callbacks);
+        if synced < list.len() {
+            for &(op, callback, data) in &list[synced..] {
+                if let Err(e) = window.register(op, callback, data) {
+                    log::error(format_args!("device {device}: port {port}: {e}"));
+                }
+            }
+            self.synced.store(list.len(), Ordering::Relaxed);
+        }
+        drop(list);
+        Claim::Mine(WindowGuard { slot: self, window })
+    }
+}
+
+/// Byte offsets of the fields of libc 19.1.7's `Device` (`utils/gpu/server/rpc_server.cpp`) on a
+/// 64-bit target: `uint32_t lane_size; void *buffer; rpc::Server server; rpc::Client client; ...`,
+/// where both `server` and `client` are a `Process`: `uint32_t port_count; Atomic<uint32_t> *inbox,
+/// *outbox; Header *header; Buffer *packet; Atomic<uint32_t> lock[128]` (552 bytes).
+mod offsets {
+    pub const LANE_SIZE: usize = 0;
+    pub const BUFFER: usize = 8;
+    pub const SERVER: usize = 16;
+    pub const PORT_COUNT: usize = 0;
+    pub const INBOX: usize = 8;
+    pub const OUTBOX: usize = 16;
+    pub const HEADER: usize = 24;
+    pub const PACKET: usize = 32;
+    pub const PROCESS_BYTES: usize = 552;
+    pub const CLIENT: usize = SERVER + PROCESS_BYTES;
+}
+
+/// What the server half of a libc `Device` must hold for a mailbox at `base` with `layout`.
+struct Anatomy {
+    lane_size: u32,
+    base: usize,
+    layout: Layout,
+}
+
+impl Anatomy {
+    /// Whether `raw`'s object is laid out as the plugin expects: every field it reads or moves holds
+    /// the value that a server of this mailbox must hold, and the client libc hands out sits where
+    /// the layout puts it.
+    fn check(&self, raw: ffi::Device) -> bool {
+        if raw.handle == 0 || !raw.handle.is_multiple_of(8) {
+            return false;
+        }
+        // SAFETY: `raw` is a live server; the client libc hands out is inside its object.
+        let client = unsafe { ffi::rpc_get_client_buffer(raw) } as usize;
+        // SAFETY: `rpc_get_client_size` has no preconditions.
+        let client_size = unsafe { ffi::rpc_get_client_size() } as usize;
+        if client != raw.handle + offsets::CLIENT || client_size != offsets::PROCESS_BYTES {
+            return false;
+        }
+        let server = raw.handle + offsets::SERVER;
+        // SAFETY: the object spans at least up to the client, which starts after every field read here
+        // (checked just above); the fields are plain integers and pointers written before the server
+        // was handed out.
+        let (lane_size, buffer, ports, inbox, outbox, header, packet) = unsafe {
+            let at = |offset: usize| std::ptr::read((raw.handle + offset) as *const usize);
+            (
+                std::ptr::read((raw.handle + offsets::LANE_SIZE) as *const u32),
+                at(offsets::BUFFER),
+                std::ptr::read((server + offsets::PORT_COUNT) as *const u32),
+                at(offsets::SERVER + offsets::INBOX),
+                at(offsets::SERVER + offsets::OUTBOX),
+                at(offsets::SERVER + offsets::HEADER),
+                at(offsets::SERVER + offsets::PACKET),
+            )
+        };
+        let base = self.base;
+        lane_size == self.lane_size
+            && buffer == base
+            && ports as usize == self.layout.ports
+            && inbox == base + self.layout.client_word(0)
+            && outbox == base + self.layout.server_word(0)
+            && header == base + self.layout.header(0)
+            && packet == base + self.layout.packet(0, 0)
+    }
+}
+
+/// The device's libc server, as windows need it: where its view of the mailbox starts.
+pub struct Whole {
+    layout: Layout,
+    base: usize,
+}
+
+impl Whole {
+    /// Checks the device's own server `raw` (mailbox at `base`) and returns what windows onto it
+    /// need, or `None` (said once per process) where libc's object is not laid out as expected.
+    pub fn inspect(raw: ffi::Device, lane_size: u32, base: usize, layout: Layout) -> Option<Whole> {
+        let anatomy = Anatomy {
+            lane_size,
+            base,
+            layout,
+        };
+        if anatomy.check(raw) {
+            return Some(Whole { layout, base });
+        }
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if !SAID.swap(true, Ordering::Relaxed) {
+            log::info(format_args!(
+                "LLVM libc's RPC server is not laid out as libc 19.1.7's; host calls are served by \
+                 scanning every port, which is slower with many ports"
+            ));
+        }
+        None
+    }
+}
+
+/// A libc server of one port whose view is moved onto one port of a device's mailbox.
+pub struct Window {
+    raw: ffi::Device,
+}
+
+// SAFETY: the object libc allocated is owned by this window; libc serialises serving one port with
+// its per-port lock, so any thread may serve it.
+unsafe impl Send for Window {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Window {}
+
+unsafe extern "C" fn alloc_own_mailbox(size: u64, _data: *mut c_void) -> *mut c_void {
+    // SAFETY: calloc has no preconditions; libc frees it through `free_own_mailbox`.
+    unsafe { libc::calloc(1, size as usize) }
+}
+
+unsafe extern "C" fn free_own_mailbox(ptr: *mut c_void, _data: *mut c_void) {
+    // SAFETY: `ptr` came from `alloc_own_mailbox`.
+    unsafe { libc::free(ptr) }
+}
+
+impl Window {
+    /// Creates the window onto `port` of `whole`, with every `(opcode, callback, data)` of
+    /// `callbacks` registered as on the device's own server.
+    pub fn open(whole: &Whole, port: usize, callbacks: &[Callback]) -> Result<Window> {
+        let lane_size = whole.layout.lanes as u32;
+        let mut raw = ffi::Device::default();
+        // SAFETY: `raw` is writable; the allocation callback ignores its data.
+        let status = fault::call_or("rpc_server_init", ffi::STATUS_ERROR, || unsafe {
+            ffi::rpc_server_init(&mut raw, 1, lane_size, alloc_own_mailbox, std::ptr::null_mut())
+        });
+        if status != ffi::STATUS_SUCCESS {
+            return Err(Error::Rpc {
+                call: "rpc_server_init (a port's window)",
+                status,
+            });
+        }
+        let window = Window { raw };
+        // SAFETY: `raw` is a live server.
+        let own = unsafe { std::ptr::read((raw.handle + offsets::BUFFER) as *const usize) };
+        let anatomy = Anatomy {
+            lane_size,
+            base: own,
+            layout: Layout {
+                ports: 1,
+                lanes: whole.layout.lanes,
+            },
+        };
+        if !anatomy.check(raw) {
+            return Err(Error::Rpc {
+                call: "rpc_server_init (a port's window is not laid out as libc 19.1.7's)",
+                status: ffi::STATUS_ERROR,
+            });
+        }
+        for &(op, callback, data) in callbacks {
+            window.register(op, callback, data)?;
+        }
+        let layout = whole.layout;
+        let base = whole.base;
+        let server = raw.handle + offsets::SERVER;
+        // SAFETY: `check` proved these four fields are the server's mailbox pointers of this object,
+        // which no thread uses yet; each new value is the same array of the device's mailbox,
+        // advanced to `port` (inside it: `port` is below the device's port count).
+        unsafe {
+            let set = |offset: usize, value: usize| std::ptr::write((server + offset) as *mut usize, value);
+            set(offsets::INBOX, base + layout.client_word(port));
+            set(offsets::OUTBOX, base + layout.server_word(port));
+            set(offsets::HEADER, base + layout.header(port));
+            set(offsets::PACKET, base + layout.packet(port, 0));
+        }
+        Ok(window)
+    }
+
+    /// Gives `op` the callback it has on the device's own server.
+    pub fn register(&self, op: u16, callback: ffi::OpcodeCallback, data: usize) -> Result<()> {
+        // SAFETY: `raw` is a live server; callers have claimed the window (or not yet shared it), so no
+        // thread reads libc's unlocked map meanwhile; `data` outlives the window.
+        let status = unsafe { ffi::rpc_register_callback(self.raw, op, callback, data as *mut c_void) };
+        if status == ffi::STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Rpc {
+                call: "rpc_register_callback",
+                status,
+            })
+        }
+    }
+
+    /// Serves the port's request, if one is waiting and no other thread serves it.
+    pub fn serve(&self) -> ffi::Status {
+        // SAFETY: `raw` is a live server whose view lies inside the device's mailbox, which outlives
+        // every window of it (the device's server drops its windows before freeing the mailbox).
+        unsafe { ffi::rpc_handle_server(self.raw) }
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is live and nobody serves it any more (the window is being dropped); libc frees
+        // the window's own small mailbox (its `buffer` field, which was never moved) and the object.
+        unsafe { ffi::rpc_server_shutdown(self.raw, free_own_mailbox, std::ptr::null_mut()) };
+    }
+}

@@ -1,0 +1,107 @@
+//! What a user sees of host calls: `OMPRPC_STATS` (counts, bytes and latencies per device and
+//! opcode), `OMPRPC_TRACE` (a Chrome trace-event file whose spans match the calls made, nested in their
+//! kernel's span) and `omprpc_stats_print()`, on real OpenMP programs through libomptarget.
+#![cfg(feature = "rpc")]
+
+mod support;
+
+use support::{build_program, run_text, Plugin};
+
+/// The `omprpc stats:` line of `opcode` on `device`, split into its columns.
+fn stats_row(stderr: &str, device: &str, opcode: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("omprpc stats:"))
+        .map(|l| {
+            // "user 0x8100" is one column of two words.
+            l.replace(&format!(" {opcode} "), &format!(" {} ", opcode.replace(' ', "_")))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .find(|cols| cols.first().map(String::as_str) == Some(device) && cols.get(1) == Some(&opcode.replace(' ', "_")))
+        .unwrap_or_else(|| panic!("no stats row of device {device} opcode {opcode} in:\n{stderr}"))
+}
+
+#[test]
+fn stats_count_every_call_with_its_bytes_at_exit() {
+    let exe = build_program("bench_rpc.c");
+    let out = run_text(&exe, &["throughput", "4", "2048"], Plugin::Ours, &[("OMPRPC_STATS", "1")]);
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    // 4 threads × 512 echo calls of one lane: one packet (64 bytes) each way per call.
+    let row = stats_row(&out.stderr, "0", "user 0x8100");
+    assert_eq!(&row[2..4], ["2048", "2048"], "calls and lanes: {row:?}");
+    assert_eq!(&row[4..8], ["128", "KiB", "128", "KiB"], "bytes each way: {row:?}");
+    let header = out.stderr.lines().find(|l| l.starts_with("omprpc stats:")).unwrap();
+    for column in ["calls", "lanes", "p50", "p99", "max"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let without = run_text(&exe, &["throughput", "1", "100"], Plugin::Ours, &[]);
+    assert!(
+        !without.stderr.contains("omprpc stats:"),
+        "statistics only when asked for: {}",
+        without.stderr
+    );
+}
+
+#[test]
+fn the_trace_holds_one_span_per_call_inside_its_kernel() {
+    let exe = build_program("bench_rpc.c");
+    let dir = support::scratch().join("trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("calls.json");
+    let _ = std::fs::remove_file(&path);
+    let out = run_text(
+        &exe,
+        &["throughput", "2", "1000"],
+        Plugin::Ours,
+        &[("OMPRPC_TRACE", path.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("the trace is valid JSON");
+    assert_eq!(json["otherData"]["dropped_events"], 0);
+    let events = json["traceEvents"].as_array().unwrap();
+    let spans = |cat: &str| -> Vec<&serde_json::Value> { events.iter().filter(|e| e["cat"] == cat).collect() };
+    let kernels = spans("kernel");
+    let calls = spans("host call");
+    assert_eq!(kernels.len(), 1, "one kernel: {kernels:?}");
+    assert_eq!(calls.len(), 1000, "one span per call");
+    let kernel = kernels[0];
+    assert!(kernel["name"].as_str().unwrap().starts_with("__omp_offloading_"), "{kernel}");
+    let (begin, end) = (
+        kernel["ts"].as_f64().unwrap(),
+        kernel["ts"].as_f64().unwrap() + kernel["dur"].as_f64().unwrap(),
+    );
+    for call in calls {
+        assert_eq!(call["name"], "user 0x8100");
+        assert_eq!(call["pid"], kernel["pid"]);
+        assert_eq!(call["ph"], "X");
+        let (ts, dur) = (call["ts"].as_f64().unwrap(), call["dur"].as_f64().unwrap());
+        assert!(begin <= ts && ts + dur <= end, "call {call} outside its kernel {kernel}");
+        assert_eq!(call["tid"].as_u64().unwrap(), 1 + call["args"]["port"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn a_program_prints_the_stats_when_it_asks() {
+    let exe = build_program("rpc_stats_print.c");
+    let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_STATS", "1")]);
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    // Printed twice: on demand after the first kernel (5 calls), and at exit (12).
+    let rows: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("omprpc stats:") && l.contains("user 0x8123"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", out.stderr);
+    let calls = |row: &str| row.split_whitespace().nth(5).unwrap().to_string();
+    assert_eq!((calls(rows[0]), calls(rows[1])), ("5".into(), "12".into()), "{rows:?}");
+    let off = run_text(&exe, &[], Plugin::Ours, &[]);
+    assert!(off.status.success(), "{}", off.stderr);
+    assert!(
+        off.stderr.contains("no host-call statistics: set OMPRPC_STATS=1 to gather them"),
+        "{}",
+        off.stderr
+    );
+}
