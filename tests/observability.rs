@@ -26,7 +26,12 @@ fn stats_row(stderr: &str, device: &str, opcode: &str) -> Vec<String> {
 #[test]
 fn stats_count_every_call_with_its_bytes_at_exit() {
     let exe = build_program("bench_rpc.c");
-    let out = run_text(&exe, &["throughput", "4", "2048"], Plugin::Ours, &[("OMPRPC_STATS", "1")]);
+    let out = run_text(
+        &exe,
+        &["throughput", "4", "2048"],
+        Plugin::Ours,
+        &[("OMPRPC_STATS", "1")],
+    );
     assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
     // 4 threads × 512 echo calls of one lane: one packet (64 bytes) each way per call.
     let row = stats_row(&out.stderr, "0", "user 0x8100");
@@ -68,7 +73,10 @@ fn the_trace_holds_one_span_per_call_inside_its_kernel() {
     assert_eq!(kernels.len(), 1, "one kernel: {kernels:?}");
     assert_eq!(calls.len(), 1000, "one span per call");
     let kernel = kernels[0];
-    assert!(kernel["name"].as_str().unwrap().starts_with("__omp_offloading_"), "{kernel}");
+    assert!(
+        kernel["name"].as_str().unwrap().starts_with("__omp_offloading_"),
+        "{kernel}"
+    );
     let (begin, end) = (
         kernel["ts"].as_f64().unwrap(),
         kernel["ts"].as_f64().unwrap() + kernel["dur"].as_f64().unwrap(),
@@ -78,8 +86,14 @@ fn the_trace_holds_one_span_per_call_inside_its_kernel() {
         assert_eq!(call["pid"], kernel["pid"]);
         assert_eq!(call["ph"], "X");
         let (ts, dur) = (call["ts"].as_f64().unwrap(), call["dur"].as_f64().unwrap());
-        assert!(begin <= ts && ts + dur <= end, "call {call} outside its kernel {kernel}");
-        assert_eq!(call["tid"].as_u64().unwrap(), 1 + call["args"]["port"].as_u64().unwrap());
+        assert!(
+            begin <= ts && ts + dur <= end,
+            "call {call} outside its kernel {kernel}"
+        );
+        assert_eq!(
+            call["tid"].as_u64().unwrap(),
+            1 + call["args"]["port"].as_u64().unwrap()
+        );
     }
 }
 
@@ -100,7 +114,8 @@ fn a_program_prints_the_stats_when_it_asks() {
     let off = run_text(&exe, &[], Plugin::Ours, &[]);
     assert!(off.status.success(), "{}", off.stderr);
     assert!(
-        off.stderr.contains("no host-call statistics: set OMPRPC_STATS=1 to gather them"),
+        off.stderr
+            .contains("no host-call statistics: set OMPRPC_STATS=1 to gather them"),
         "{}",
         off.stderr
     );
