@@ -91,6 +91,24 @@ fn main() {
             rate("scan", "16")
         );
     }
+    let with = |extra: (&str, &str)| {
+        let env = [("OMPRPC_RPC_PORTS", "16"), extra];
+        median(
+            (0..rounds)
+                .map(|_| measure(&["latency", "200000"], &env, "ns per round trip:"))
+                .collect(),
+        )
+    };
+    let (plain, stats, trace) = (
+        with(("OMPRPC_STATS", "0")),
+        with(("OMPRPC_STATS", "1")),
+        with(("OMPRPC_TRACE", "/dev/null")),
+    );
+    println!(
+        "16 ports, one device thread: {plain:.1} ns; with OMPRPC_STATS=1 {stats:.1} ns ({:+.1}%); with OMPRPC_TRACE {trace:.1} ns ({:+.1}%)",
+        (stats / plain - 1.0) * 100.0,
+        (trace / plain - 1.0) * 100.0
+    );
     println!("first call after the device idled inside a running kernel (default ports):");
     for (idle_ms, reps) in [("1", "200"), ("100", "20"), ("1000", "4")] {
         let out = run_bench(&["wake", idle_ms, reps], &[]);

@@ -16,6 +16,7 @@ int main(void) {
     }
   }
   printf("devices served: %d\n", n);
+  /* Two serving threads for every device: the scanner and one standing by for slow calls. */
   printf("omprpc-rpc threads: %d\n", omprpc_test_threads_named("omprpc-rpc"));
   return 0;
 }

@@ -49,6 +49,7 @@ int main(void) {
   printf("sum of device-malloc'd numbers: %d\n", sum);
   FILE *gone = fopen(path, "r");
   printf("file removed: %d\n", gone == NULL);
+  /* Two serving threads for every device: the scanner and one standing by for slow calls. */
   printf("omprpc-rpc threads: %d\n", omprpc_test_threads_named("omprpc-rpc"));
   return 0;
 }
