@@ -50,6 +50,7 @@ fn main() {
             .collect(),
     );
     println!("core-to-core cache-line round trip: {cacheline:.1} ns");
+    println!("(x floor: each round's round trip over a cache-line round trip measured just before it)");
     println!("one device thread's round trip, and calls per second of T device threads; port by port (the plugin's way) beside libc's scan of every port (OMPRPC_RPC_SERVE=scan)");
     println!(
         "{:>6} {:>22} {:>22} {:>14} {:>14} {:>14} {:>14}",
@@ -62,14 +63,23 @@ fn main() {
         "scan: T=16"
     );
     for ports in ["16", "256", "1024", "4096"] {
-        let latency = |serve: &str| {
-            let env = [("OMPRPC_RPC_PORTS", ports), ("OMPRPC_RPC_SERVE", serve)];
-            median(
-                (0..rounds)
-                    .map(|_| measure(&["latency", "200000"], &env, "ns per round trip:"))
-                    .collect(),
-            )
-        };
+        // The machine's speed drifts (a shared host): each round measures the floor, then both ways,
+        // and the ratios are taken round by round.
+        let (mut new_ns, mut old_ns, mut new_x, mut old_x) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..rounds {
+            let floor = measure(&["cacheline", "500000"], &[], "ns per round trip:");
+            let trip = |serve: &str| {
+                let env = [("OMPRPC_RPC_PORTS", ports), ("OMPRPC_RPC_SERVE", serve)];
+                measure(&["latency", "100000"], &env, "ns per round trip:")
+            };
+            let (new, old) = (trip("port"), trip("scan"));
+            new_ns.push(new);
+            old_ns.push(old);
+            new_x.push(new / floor);
+            old_x.push(old / floor);
+        }
+        let (new, old) = (median(new_ns), median(old_ns));
+        let (new_ratio, old_ratio) = (median(new_x), median(old_x));
         let rate = |serve: &str, threads: &str| {
             let env = [("OMPRPC_RPC_PORTS", ports), ("OMPRPC_RPC_SERVE", serve)];
             median(
@@ -78,13 +88,12 @@ fn main() {
                     .collect(),
             )
         };
-        let (new, old) = (latency("port"), latency("scan"));
         println!(
             "{ports:>6} {:>14.1} ({:>4.2}x) {:>14.1} ({:>4.2}x) {:>14.0} {:>14.0} {:>14.0} {:>14.0}",
             new,
-            new / cacheline,
+            new_ratio,
             old,
-            old / cacheline,
+            old_ratio,
             rate("port", "1"),
             rate("port", "4"),
             rate("port", "16"),
