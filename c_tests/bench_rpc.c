@@ -118,7 +118,10 @@ int main(int argc, char **argv) {
       omprpc_packet packet = {{4}};
       omprpc_call(OP_ECHO, &packet);
       for (int r = 0; r < reps; r++) {
-        usleep((useconds_t)(idle_ms * 1000));
+        /* Busy for idle_ms without host calls (a GPU has no usleep). */
+        double until = omp_get_wtime() + (double)idle_ms / 1000.0;
+        while (omp_get_wtime() < until)
+          ;
         double start = omp_get_wtime();
         omprpc_call(OP_ECHO, &packet);
         trips[r] = (omp_get_wtime() - start) * 1e9;

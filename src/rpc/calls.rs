@@ -131,7 +131,9 @@ pub fn begin(device: usize, port: u32, opcode: u16) -> u64 {
     slot.device.store(device, Ordering::Relaxed);
     slot.port.store(port, Ordering::Relaxed);
     slot.opcode.store(u32::from(opcode), Ordering::Relaxed);
-    slot.serial.fetch_add(1, Ordering::Relaxed);
+    // Only this thread writes its slot: no read-modify-write needed.
+    slot.serial
+        .store(slot.serial.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     slot.since_ns.store(now, Ordering::Release);
     MOVED.with(|m| m.set((0, 0)));
     now

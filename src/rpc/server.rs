@@ -13,7 +13,7 @@ use super::heap::{DeviceHeap, Freed};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use super::port::{Finished, Port};
 use super::registry::Registered;
-use super::window::{Callback, Claim, PortWindow, Whole};
+use super::window::{Callbacks, Claim, PortWindow, Whole};
 use super::DeviceMemory;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
@@ -94,7 +94,7 @@ pub struct RpcServer {
     user_opcodes: Mutex<Vec<RawBox<UserOpcode>>>,
     /// Every opcode given a callback here (the plugin's own and user opcodes) with its callback and
     /// data, so that a port's window gets them all and a request nobody serves can be named.
-    callbacks: Mutex<Vec<Callback>>,
+    callbacks: Callbacks,
     /// The device's server as windows see it; `None` where requests are served by libc's whole-server
     /// scan (libc not laid out as expected, or `OMPRPC_RPC_SERVE=scan`).
     whole: Option<Whole>,
@@ -339,7 +339,7 @@ impl RpcServer {
             callback_state,
             gate: RwLock::new(()),
             user_opcodes: Mutex::new(Vec::new()),
-            callbacks: Mutex::new(Vec::new()),
+            callbacks: Callbacks::default(),
             whole,
             windows: (0..ports).map(|_| PortWindow::default()).collect(),
             recent: std::array::from_fn(|_| AtomicU32::new(NO_PORT)),
@@ -389,7 +389,7 @@ impl RpcServer {
         });
         check("rpc_register_callback", status)?;
         // Windows pick it up when next claimed.
-        lock(&self.callbacks).push((op, callback, data as usize));
+        self.callbacks.push((op, callback, data as usize));
         Ok(())
     }
 
@@ -656,7 +656,7 @@ impl RpcServer {
     /// locked and the device thread would wait forever. Say which opcode, flush what was written, and
     /// end the program.
     fn unhandled_opcode(&self, port: Option<usize>) -> ! {
-        let known = |op: &u16| opcode::is_built_in(*op) || lock(&self.callbacks).iter().any(|c| c.0 == *op);
+        let known = |op: &u16| opcode::is_built_in(*op) || self.callbacks.contains(*op);
         let unknown = match port {
             Some(port) => Some(self.opcode_of(port)).filter(|op| !known(op)),
             None => (0..self.ports as usize)

@@ -28,6 +28,28 @@ use crate::util::{fault, log};
 /// A callback as the device's server has it: opcode, function, data.
 pub type Callback = (u16, ffi::OpcodeCallback, usize);
 
+/// Every callback given to a device's server, in order (a list that only grows), with its length
+/// readable without the lock, so that serving a port whose window has them all takes no lock.
+#[derive(Default)]
+pub struct Callbacks {
+    list: Mutex<Vec<Callback>>,
+    len: AtomicUsize,
+}
+
+impl Callbacks {
+    /// Adds one; windows pick it up when next claimed.
+    pub fn push(&self, callback: Callback) {
+        let mut list = lock(&self.list);
+        list.push(callback);
+        self.len.store(list.len(), Ordering::Release);
+    }
+
+    /// Whether `op` has a callback.
+    pub fn contains(&self, op: u16) -> bool {
+        lock(&self.list).iter().any(|c| c.0 == op)
+    }
+}
+
 /// A port's window, opened when the port first receives a request, and who is serving it. One
 /// thread at a time uses a window (see [`PortWindow::claim`]), so it can be given callbacks registered
 /// since it opened without a lock that serving would have to take: a thread held up in one port's
@@ -72,13 +94,7 @@ impl Drop for WindowGuard<'_> {
 impl PortWindow {
     /// Claims the window onto `port` of `whole`, opening it on first use and giving it every
     /// callback of `callbacks` it lacks; `device` names the device in a message.
-    pub fn claim<'a>(
-        &'a self,
-        device: usize,
-        whole: &Whole,
-        port: usize,
-        callbacks: &Mutex<Vec<Callback>>,
-    ) -> Claim<'a> {
+    pub fn claim<'a>(&'a self, device: usize, whole: &Whole, port: usize, callbacks: &Callbacks) -> Claim<'a> {
         if self.busy.swap(true, Ordering::Acquire) {
             return Claim::Busy;
         }
@@ -87,7 +103,7 @@ impl PortWindow {
             claim
         };
         let opened = self.window.get_or_init(|| {
-            let list = lock(callbacks);
+            let list = lock(&callbacks.list);
             match Window::open(whole, port, &list) {
                 Ok(window) => {
                     self.synced.store(list.len(), Ordering::Relaxed);
@@ -105,8 +121,8 @@ impl PortWindow {
             return release(Claim::Unavailable);
         };
         let synced = self.synced.load(Ordering::Relaxed);
-        let list = lock(callbacks);
-        if synced < list.len() {
+        if synced < callbacks.len.load(Ordering::Acquire) {
+            let list = lock(&callbacks.list);
             for &(op, callback, data) in &list[synced..] {
                 if let Err(e) = window.register(op, callback, data) {
                     log::error(format_args!("device {device}: port {port}: {e}"));
@@ -114,7 +130,6 @@ impl PortWindow {
             }
             self.synced.store(list.len(), Ordering::Relaxed);
         }
-        drop(list);
         Claim::Mine(WindowGuard { slot: self, window })
     }
 }
