@@ -1,9 +1,11 @@
 //! The host calls being served right now, one slot per serving thread: what a stand-by serving thread
 //! looks at to take over from one held up by a slow call, and what the watchdog reports.
 //!
-//! A slot is written only by its own thread, with relaxed stores published by the release store of
-//! `since_ns`; readers on other threads see a consistent call or an idle slot (a call that ends while
-//! it is read may show fields of the next one, which only affects a message).
+//! A slot is written only by its own thread: the call's fields with relaxed stores, published by the
+//! release store of `serial`, which is odd while a call is served and even between calls; readers on
+//! other threads see a call (a call that ends while it is read may show fields of the next one, which
+//! only affects a message) or an idle slot. Serving reads no clock: whoever needs a call's age (the
+//! stand-by thread, the watchdog) notes when it first saw that serial.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -14,14 +16,13 @@ use crate::util::sync::lock;
 /// What one thread is serving.
 #[derive(Default)]
 pub struct CallSlot {
-    /// When the call was seen (see [`now_ns`]), 0 while the thread serves nothing.
-    since_ns: AtomicU64,
     device: AtomicUsize,
     port: AtomicU32,
     opcode: AtomicU32,
     /// Whether a thread owns the slot (slots of threads that ended are reused).
     taken: AtomicBool,
-    /// A number that changes with every call, so that a report names one call once.
+    /// Odd while a call is served; goes up by one at each start and end, so that a call is named by
+    /// its serial once.
     serial: AtomicU64,
 }
 
@@ -34,8 +35,6 @@ pub struct Call {
     pub port: u32,
     /// Its opcode.
     pub opcode: u16,
-    /// When it was seen ([`now_ns`]).
-    pub since_ns: u64,
     /// Distinguishes it from the slot's other calls.
     pub serial: u64,
 }
@@ -43,14 +42,21 @@ pub struct Call {
 impl CallSlot {
     /// The call in progress, if any.
     pub fn current(&self) -> Option<Call> {
-        let since_ns = self.since_ns.load(Ordering::Acquire);
-        (since_ns != 0).then(|| Call {
+        let serial = self.serial.load(Ordering::Acquire);
+        (serial % 2 == 1).then(|| Call {
             device: self.device.load(Ordering::Relaxed),
             port: self.port.load(Ordering::Relaxed),
             opcode: self.opcode.load(Ordering::Relaxed) as u16,
-            since_ns,
-            serial: self.serial.load(Ordering::Relaxed),
+            serial,
         })
+    }
+
+    /// Marks the end of whatever call the slot shows.
+    fn idle(&self) {
+        let serial = self.serial.load(Ordering::Relaxed);
+        if serial % 2 == 1 {
+            self.serial.store(serial + 1, Ordering::Release);
+        }
     }
 }
 
@@ -66,7 +72,7 @@ struct Owned(&'static CallSlot);
 
 impl Drop for Owned {
     fn drop(&mut self) {
-        self.0.since_ns.store(0, Ordering::Release);
+        self.0.idle();
         self.0.taken.store(false, Ordering::Release);
     }
 }
@@ -89,9 +95,7 @@ pub fn moved_to_device(bytes: u64) {
 
 /// What a finished call moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ended {
-    /// When it ended ([`now_ns`]).
-    pub at_ns: u64,
+pub struct Moved {
     /// Bytes it delivered to the host.
     pub to_host: u64,
     /// Bytes it got from the host.
@@ -123,31 +127,23 @@ pub fn slots() -> Vec<&'static CallSlot> {
     lock(&SLOTS).clone()
 }
 
-/// Marks the start of serving `opcode` on `port` of `device` on this thread; returns the time it
-/// was seen.
-pub fn begin(device: usize, port: u32, opcode: u16) -> u64 {
+/// Marks the start of serving `opcode` on `port` of `device` on this thread.
+pub fn begin(device: usize, port: u32, opcode: u16) {
     let slot = my_slot();
-    let now = now_ns();
     slot.device.store(device, Ordering::Relaxed);
     slot.port.store(port, Ordering::Relaxed);
     slot.opcode.store(u32::from(opcode), Ordering::Relaxed);
     // Only this thread writes its slot: no read-modify-write needed.
-    slot.serial
-        .store(slot.serial.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    slot.since_ns.store(now, Ordering::Release);
+    let serial = slot.serial.load(Ordering::Relaxed);
+    slot.serial.store(serial | 1, Ordering::Release);
     MOVED.with(|m| m.set((0, 0)));
-    now
 }
 
-/// Marks the end of this thread's call; returns when, and what it moved.
-pub fn end() -> Ended {
-    my_slot().since_ns.store(0, Ordering::Release);
+/// Marks the end of this thread's call; returns what it moved.
+pub fn end() -> Moved {
+    my_slot().idle();
     let (to_host, to_device) = MOVED.with(Cell::get);
-    Ended {
-        at_ns: now_ns(),
-        to_host,
-        to_device,
-    }
+    Moved { to_host, to_device }
 }
 
 #[cfg(test)]
@@ -158,13 +154,27 @@ mod tests {
     fn a_slot_shows_its_call_to_other_threads_and_is_reused_after_its_thread_ends() {
         let (slot, seen) = std::thread::spawn(|| {
             let slot = my_slot() as *const CallSlot as usize;
-            let since = begin(4, 17, 0x8001);
+            begin(4, 17, 0x8001);
+            moved_to_host(64);
+            moved_to_device(8);
             let seen = slots()
                 .into_iter()
                 .find(|s| *s as *const CallSlot as usize == slot)
                 .and_then(CallSlot::current)
                 .unwrap();
-            assert_eq!(seen.since_ns, since);
+            assert_eq!(
+                end(),
+                Moved {
+                    to_host: 64,
+                    to_device: 8
+                }
+            );
+            begin(4, 17, 0x8001);
+            assert_ne!(
+                my_slot().current().unwrap().serial,
+                seen.serial,
+                "a new call has a new serial"
+            );
             end();
             assert_eq!(my_slot().current(), None);
             (slot, seen)
@@ -179,7 +189,7 @@ mod tests {
     fn a_thread_that_ends_gives_its_slot_back() {
         let slot: &'static CallSlot = Box::leak(Box::default());
         slot.taken.store(true, Ordering::Relaxed);
-        slot.since_ns.store(5, Ordering::Relaxed);
+        slot.serial.store(5, Ordering::Relaxed);
         drop(Owned(slot));
         assert!(!slot.taken.load(Ordering::Relaxed));
         assert_eq!(slot.current(), None);

@@ -503,19 +503,30 @@ impl RpcServer {
 
     /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
     /// `OMPRPC_TRACE`).
-    fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, ended: super::calls::Ended) {
+    fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, moved: super::calls::Moved) {
+        let ended = super::calls::now_ns();
         if super::stats::enabled() {
             super::stats::global().record(&super::stats::Call {
                 device: self.device,
                 opcode,
                 lanes,
-                latency_ns: ended.at_ns.saturating_sub(began),
-                bytes_to_host: ended.to_host,
-                bytes_to_device: ended.to_device,
+                latency_ns: ended.saturating_sub(began),
+                bytes_to_host: moved.to_host,
+                bytes_to_device: moved.to_device,
             });
         }
         if let Some(trace) = super::trace::global() {
-            trace.host_call(self.device, port, opcode, began, ended.at_ns);
+            trace.host_call(self.device, port, opcode, began, ended);
+        }
+    }
+
+    /// When a call was seen, for the statistics and the trace; 0 (and no clock read) when neither is
+    /// asked for.
+    fn seen_at() -> u64 {
+        if super::stats::enabled() || super::trace::enabled() {
+            super::calls::now_ns()
+        } else {
+            0
         }
     }
 
@@ -593,21 +604,24 @@ impl RpcServer {
         let Some(whole) = &self.whole else {
             return self.serve_whole();
         };
+        self.prefetch_request(port);
         let window = match self.windows[port].claim(self.device, whole, port, &self.callbacks) {
             Claim::Mine(window) => window,
             Claim::Busy => return false,
             Claim::Unavailable => return self.serve_whole(),
         };
-        self.prefetch_request(port);
         SERVING.with(|s| s.set(Some(self.device)));
         let opcode = self.opcode_of(port);
         let lanes = self.lane_mask_of(port).count_ones();
-        let began = super::calls::begin(self.device, port as u32, opcode);
+        let began = Self::seen_at();
+        super::calls::begin(self.device, port as u32, opcode);
         let status = window.serve();
-        let ended = super::calls::end();
+        let moved = super::calls::end();
         SERVING.with(|s| s.set(None));
         drop(window);
-        self.account(port as u32, opcode, lanes, began, ended);
+        if began != 0 {
+            self.account(port as u32, opcode, lanes, began, moved);
+        }
         match status {
             ffi::STATUS_SUCCESS => true,
             ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(Some(port)),
@@ -633,12 +647,15 @@ impl RpcServer {
             // libc serves every waiting port; the call is accounted to the first.
             let opcode = self.opcode_of(first);
             let lanes = self.lane_mask_of(first).count_ones();
-            let began = super::calls::begin(self.device, first as u32, opcode);
+            let began = Self::seen_at();
+            super::calls::begin(self.device, first as u32, opcode);
             // SAFETY: `raw` is a live server; libc serializes ports with its own locks.
             let status = unsafe { ffi::rpc_handle_server(self.raw) };
-            let ended = super::calls::end();
+            let moved = super::calls::end();
             SERVING.with(|s| s.set(None));
-            self.account(first as u32, opcode, lanes, began, ended);
+            if began != 0 {
+                self.account(first as u32, opcode, lanes, began, moved);
+            }
             status
         };
         match status {

@@ -2,9 +2,9 @@
 //! server while any kernel that may call the host is running: it spins, then yields the processor
 //! between polls (so a first call after a lull is seen within microseconds, and device threads that
 //! share the host's cores get them), and sleeps on a condition variable, using no CPU, when no such
-//! kernel runs. A *stand-by* thread looks every millisecond at what the scanner serves; when one call
-//! has held it for longer than [`TAKEOVER_AFTER`] (a handler reading stdin, a write to a slow file
-//! system), the stand-by becomes the scanner and starts a new stand-by, so that other ports and other
+//! kernel runs. A *stand-by* thread looks every millisecond ([`TAKEOVER_AFTER`]) at what the scanner
+//! serves; when it sees one call at two looks in a row (a handler reading stdin, a write to a slow
+//! file system), the stand-by becomes the scanner and starts a new stand-by, so that other ports and other
 //! devices are not held up by one slow call. The thread that was held up stands by, or ends if
 //! another thread stands by already. Calls of one user opcode still reach their handler one at a
 //! time (the handler's own lock). The threads start with the first server, so a program that never
@@ -101,7 +101,8 @@ fn replace_service() -> &'static Service {
 /// Spinning rounds with nothing to serve before the scanner starts yielding the processor between
 /// polls.
 const SPIN_ROUNDS: u32 = 4000;
-/// How long one call may hold the scanner before a stand-by thread takes over the scan.
+/// How often the stand-by thread looks at the scanner: a call seen at two looks in a row (so one that
+/// has held the scanner for one to two of these) makes it take over the scan.
 pub const TAKEOVER_AFTER: Duration = Duration::from_millis(1);
 /// Most serving threads at once; with this many held up by slow calls, further calls wait.
 const MAX_THREADS: usize = 16;
@@ -264,16 +265,22 @@ fn scan(service: &'static Service, me: *mut CallSlot) -> Role {
 /// Looks every millisecond at the scanner while kernels run; takes over the scan when one call has
 /// held the scanner longer than [`TAKEOVER_AFTER`], starting a new stand-by thread.
 fn stand_by(service: &'static Service, me: *mut CallSlot) -> Role {
+    // The scanner's call seen at the last look: the same call at two looks a tick apart has held the
+    // scanner for at least a tick.
+    let mut last_seen: Option<(*mut CallSlot, u64)> = None;
     loop {
         if service.active.load(Ordering::SeqCst) == 0 {
             wait_for_kernels(service);
+            last_seen = None;
         }
         std::thread::sleep(TAKEOVER_AFTER);
         let scanner = service.scanner.load(Ordering::Acquire);
         // SAFETY: slots are leaked, so the pointer (set from `my_slot` of a serving thread) is valid.
-        let held_up = unsafe { scanner.as_ref() }
+        let now_serving = unsafe { scanner.as_ref() }
             .and_then(CallSlot::current)
-            .is_some_and(|call| calls::now_ns().saturating_sub(call.since_ns) >= TAKEOVER_AFTER.as_nanos() as u64);
+            .map(|call| (scanner, call.serial));
+        let held_up = now_serving.is_some() && now_serving == last_seen;
+        last_seen = now_serving;
         if !held_up
             || service
                 .scanner

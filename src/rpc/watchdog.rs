@@ -1,4 +1,5 @@
 //! `OMPRPC_WATCHDOG_MS=N`: while the program runs, say which host call has been open longer than N ms
+//! (measured from when the watchdog, which looks every N/4 ms, first saw it)
 //! (device, port, opcode, how long, and for a user opcode which handler), once per call and again
 //! when it finishes; and say when a device has called the host and no thread has picked the call up
 //! for N ms (no serving thread alive, or every one held up), the hang upstream LLVM shipped twice.
@@ -71,19 +72,21 @@ pub fn describe_opcode(opcode: u16) -> String {
     format!("opcode {opcode:#06x}")
 }
 
-/// A call being served that the watchdog reported.
-struct Reported {
+/// A call being served, as the watchdog saw it.
+struct Seen {
     device: usize,
     port: u32,
     opcode: u16,
-    since_ns: u64,
+    /// When the watchdog first saw it (its age is known to within a look).
+    first_ns: u64,
+    reported: bool,
 }
 
 /// What the watchdog remembers between looks.
 pub struct Watchdog {
     limit_ns: u64,
-    /// Calls being served and reported as stuck, by slot and call serial.
-    stuck: HashMap<(usize, u64), Reported>,
+    /// Calls being served, by slot and call serial.
+    serving: HashMap<(usize, u64), Seen>,
     /// Requests nobody serves yet, by (device, port, client word): when first seen, whether reported.
     waiting: HashMap<(usize, u32, u32), (u64, bool)>,
 }
@@ -93,7 +96,7 @@ impl Watchdog {
     pub fn new(limit: Duration) -> Watchdog {
         Watchdog {
             limit_ns: limit.as_nanos() as u64,
-            stuck: HashMap::new(),
+            serving: HashMap::new(),
             waiting: HashMap::new(),
         }
     }
@@ -121,8 +124,16 @@ impl Watchdog {
                 being_served.push((call.device, call.port));
                 let key = (key_slot, call.serial);
                 still_open.push(key);
-                let open_ns = now.saturating_sub(call.since_ns);
-                if open_ns >= self.limit_ns && !self.stuck.contains_key(&key) {
+                let seen = self.serving.entry(key).or_insert(Seen {
+                    device: call.device,
+                    port: call.port,
+                    opcode: call.opcode,
+                    first_ns: now,
+                    reported: false,
+                });
+                let open_ns = now.saturating_sub(seen.first_ns);
+                if open_ns >= self.limit_ns && !seen.reported {
+                    seen.reported = true;
                     lines.push(format!(
                         "device {} port {}: host call {} has been open for {} ms; the kernel waits for it",
                         call.device,
@@ -130,29 +141,22 @@ impl Watchdog {
                         describe_opcode(call.opcode),
                         open_ns / 1_000_000
                     ));
-                    self.stuck.insert(
-                        key,
-                        Reported {
-                            device: call.device,
-                            port: call.port,
-                            opcode: call.opcode,
-                            since_ns: call.since_ns,
-                        },
-                    );
                 }
             }
         }
-        self.stuck.retain(|key, call| {
+        self.serving.retain(|key, call| {
             if still_open.contains(key) {
                 return true;
             }
-            lines.push(format!(
-                "device {} port {}: host call {} finished after about {} ms",
-                call.device,
-                call.port,
-                describe_opcode(call.opcode),
-                now.saturating_sub(call.since_ns) / 1_000_000
-            ));
+            if call.reported {
+                lines.push(format!(
+                    "device {} port {}: host call {} finished after about {} ms",
+                    call.device,
+                    call.port,
+                    describe_opcode(call.opcode),
+                    now.saturating_sub(call.first_ns) / 1_000_000
+                ));
+            }
             false
         });
         let mut seen = Vec::new();
