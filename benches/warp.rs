@@ -80,6 +80,59 @@ fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize, warps: usize)
     ns
 }
 
+/// Nanoseconds per call of one warp of `lanes` lanes against a bare server: a thread that answers
+/// port 0 of the mailbox directly (waits for the request, copies every lane's packet back, flips its
+/// word), with neither libc's server nor the plugin. What any server costs with this mailbox protocol
+/// on this machine: the floor under the plugin's figure.
+fn protocol_floor(lanes: usize, calls: usize) -> f64 {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    let server = RpcServer::new(0, 16, lanes as u32, Arc::new(HostMemory)).unwrap();
+    let device = SimulatedDevice::new(Arc::clone(&server));
+    let (base, layout) = (server.mailbox_address(), server.layout());
+    let done = AtomicBool::new(false);
+    let ns = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // SAFETY: both words lie inside the mailbox, which `server` keeps alive; they are only
+            // accessed atomically.
+            let (mine, theirs) = unsafe {
+                (
+                    &*((base + layout.server_word(0)) as *const AtomicU32),
+                    &*((base + layout.client_word(0)) as *const AtomicU32),
+                )
+            };
+            let mut out = mine.load(Ordering::Relaxed);
+            while !done.load(Ordering::Relaxed) {
+                if theirs.load(Ordering::Acquire) == out {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                for lane in 0..lanes {
+                    let packet = (base + layout.packet(0, lane)) as *mut [u64; 8];
+                    // SAFETY: the port belongs to the server until it flips its word; the packet
+                    // lies inside the mailbox.
+                    unsafe { packet.write_volatile(packet.read_volatile()) };
+                }
+                out ^= 1;
+                mine.store(out, Ordering::Release);
+            }
+        });
+        let warp = SimulatedWarp::new(&device, 0);
+        let mask = warp.full_mask();
+        let packets = vec![[1u64; 8]; lanes];
+        let start = Instant::now();
+        for _ in 0..calls {
+            let reply = warp.call(OP_ECHO, mask, &packets);
+            assert_eq!(reply[lanes - 1][0], 1);
+        }
+        let ns = start.elapsed().as_nanos() as f64 / calls as f64;
+        done.store(true, Ordering::Relaxed);
+        ns
+    });
+    drop(device);
+    server.shutdown().unwrap();
+    ns
+}
+
 /// Warps calling at once in the throughput columns.
 const WARPS: usize = 4;
 
@@ -147,6 +200,25 @@ fn main() {
             "{ports:>6} {lanes:>6} {one:>12.0} {old_one:>12.0} {:>14.0} {:>14.0}",
             lanes as f64 * 1e9 / many,
             lanes as f64 * 1e9 / old_many
+        );
+    }
+    println!("the protocol's floor: a bare server thread answering the mailbox (no libc, no plugin), beside");
+    println!("the plugin at 16 ports, measured round by round; ns per call, median of {ROUNDS} rounds");
+    println!("{:>6} {:>10} {:>10} {:>8}", "lanes", "floor", "plugin", "ratio");
+    for lanes in [1usize, 32, 64] {
+        let (mut floors, mut plugins, mut ratios) = (vec![], vec![], vec![]);
+        for _ in 0..ROUNDS {
+            let floor = protocol_floor(lanes, 20_000);
+            let plugin = round_trip(16, lanes, 20_000, 0, 1);
+            floors.push(floor);
+            plugins.push(plugin);
+            ratios.push(plugin / floor);
+        }
+        println!(
+            "{lanes:>6} {:>10.0} {:>10.0} {:>8.2}",
+            median(floors),
+            median(plugins),
+            median(ratios)
         );
     }
     println!("other loaded images (idle servers beside the busy one): ns per call of one lane");
