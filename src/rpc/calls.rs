@@ -127,23 +127,50 @@ pub fn slots() -> Vec<&'static CallSlot> {
     lock(&SLOTS).clone()
 }
 
-/// Marks the start of serving `opcode` on `port` of `device` on this thread.
-pub fn begin(device: usize, port: u32, opcode: u16) {
-    let slot = my_slot();
+/// What a thread was serving when it began serving another call (a handler that waits for the
+/// device serves again on its thread), given back to [`end`] to be shown again.
+pub struct Outer {
+    call: Option<Call>,
+    moved: (u64, u64),
+}
+
+/// Marks the start of serving `opcode` on `port` of `device` on this thread; returns what the
+/// thread was serving, for [`end`].
+pub fn begin(device: usize, port: u32, opcode: u16) -> Outer {
+    let moved = MOVED.try_with(|m| m.replace((0, 0))).unwrap_or_default();
+    let call = with_slot(|slot| {
+        let outer = slot.current();
+        show(slot, device, port, opcode);
+        outer
+    })
+    .flatten();
+    Outer { call, moved }
+}
+
+/// Marks the end of this thread's call; shows again what `outer` was serving; returns what the
+/// call moved.
+pub fn end(outer: Outer) -> Moved {
+    with_slot(|slot| match outer.call {
+        Some(call) => show(slot, call.device, call.port, call.opcode),
+        None => slot.idle(),
+    });
+    let (to_host, to_device) = MOVED.try_with(|m| m.replace(outer.moved)).unwrap_or_default();
+    Moved { to_host, to_device }
+}
+
+/// Shows a new call in `slot` (only its own thread writes it: no read-modify-write needed).
+fn show(slot: &CallSlot, device: usize, port: u32, opcode: u16) {
     slot.device.store(device, Ordering::Relaxed);
     slot.port.store(port, Ordering::Relaxed);
     slot.opcode.store(u32::from(opcode), Ordering::Relaxed);
-    // Only this thread writes its slot: no read-modify-write needed.
     let serial = slot.serial.load(Ordering::Relaxed);
-    slot.serial.store(serial | 1, Ordering::Release);
-    MOVED.with(|m| m.set((0, 0)));
+    // Odd: a call; a new serial even if the slot showed one already (an outer call shown again).
+    slot.serial.store((serial + 1) | 1, Ordering::Release);
 }
 
-/// Marks the end of this thread's call; returns what it moved.
-pub fn end() -> Moved {
-    my_slot().idle();
-    let (to_host, to_device) = MOVED.with(Cell::get);
-    Moved { to_host, to_device }
+/// Runs `f` with this thread's slot, unless the thread is ending (its slot already given back).
+fn with_slot<T>(f: impl FnOnce(&'static CallSlot) -> T) -> Option<T> {
+    MINE.try_with(|owned| f(owned.0)).ok()
 }
 
 #[cfg(test)]
@@ -154,7 +181,7 @@ mod tests {
     fn a_slot_shows_its_call_to_other_threads_and_is_reused_after_its_thread_ends() {
         let (slot, seen) = std::thread::spawn(|| {
             let slot = my_slot() as *const CallSlot as usize;
-            begin(4, 17, 0x8001);
+            let outer = begin(4, 17, 0x8001);
             moved_to_host(64);
             moved_to_device(8);
             let seen = slots()
@@ -162,20 +189,21 @@ mod tests {
                 .find(|s| *s as *const CallSlot as usize == slot)
                 .and_then(CallSlot::current)
                 .unwrap();
-            assert_eq!(
-                end(),
-                Moved {
-                    to_host: 64,
-                    to_device: 8
-                }
-            );
-            begin(4, 17, 0x8001);
-            assert_ne!(
-                my_slot().current().unwrap().serial,
-                seen.serial,
-                "a new call has a new serial"
-            );
-            end();
+            let moved = end(outer);
+            assert_eq!((moved.to_host, moved.to_device), (64, 8));
+            assert_eq!(my_slot().current(), None);
+            let first = begin(4, 17, 0x8001);
+            moved_to_host(1);
+            let serial = my_slot().current().unwrap().serial;
+            assert_ne!(serial, seen.serial, "a new call has a new serial");
+            // A handler that serves again on its thread: the inner call shows, then the outer again.
+            let inner = begin(5, 2, 0x8002);
+            moved_to_host(10);
+            assert_eq!(my_slot().current().unwrap().device, 5);
+            assert_eq!(end(inner).to_host, 10);
+            let again = my_slot().current().unwrap();
+            assert_eq!((again.device, again.port, again.opcode), (4, 17, 0x8001));
+            assert_eq!(end(first).to_host, 1, "the outer call's bytes are its own");
             assert_eq!(my_slot().current(), None);
             (slot, seen)
         })

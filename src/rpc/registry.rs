@@ -3,7 +3,7 @@
 //! registration against server creation, so that a server never misses a handler.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -131,6 +131,38 @@ pub fn register_handler(op: u16, handler: Box<dyn UserHandler>) -> Result<()> {
     }
     handlers.insert(op, registered);
     Ok(())
+}
+
+/// Whether each user opcode's handler is running now (index: opcode - 0x8000), so that serving
+/// threads leave a second call of a busy opcode waiting in its port instead of each blocking on the
+/// handler's lock (which would tie up every serving thread behind one slow handler).
+static RUNNING: [AtomicBool; 0x8000] = [const { AtomicBool::new(false) }; 0x8000];
+
+/// Whether the handler of user opcode `op` is serving a call now.
+pub fn user_opcode_running(op: u16) -> bool {
+    op >= opcode::FIRST_USER && RUNNING[usize::from(op - opcode::FIRST_USER)].load(Ordering::Acquire)
+}
+
+/// Marks the handler of a user opcode as running until dropped (also when the handler panics); held
+/// by whoever holds the handler's lock.
+pub(crate) struct Running(u16);
+
+impl Running {
+    /// Marks `op`'s handler as running.
+    pub(crate) fn mark(op: u16) -> Running {
+        if op >= opcode::FIRST_USER {
+            RUNNING[usize::from(op - opcode::FIRST_USER)].store(true, Ordering::Release);
+        }
+        Running(op)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0 >= opcode::FIRST_USER {
+            RUNNING[usize::from(self.0 - opcode::FIRST_USER)].store(false, Ordering::Release);
+        }
+    }
 }
 
 /// The handler registered for `op`, if any.

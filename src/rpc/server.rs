@@ -245,6 +245,7 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
     let mut port = unsafe { Port::for_user_handler(raw, device, opcode) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let _one_at_a_time = lock(&user.registered.serial);
+        let _running = super::registry::Running::mark(opcode);
         user.registered.handler.serve(&mut port);
     }));
     if let Err(panic) = outcome {
@@ -437,16 +438,18 @@ impl RpcServer {
         self.mailbox_word(self.layout.server_word(i)) != self.mailbox_word(self.layout.client_word(i))
     }
 
-    /// The ports holding a request now, with their opcode and the client's word (which changes from
-    /// one request to the next), for the watchdog.
+    /// The ports holding a request now, with their opcode and a number that tells one request on a
+    /// port from the next (requests served through the port's window; without windows, the client's
+    /// word, which only tells them apart every other request), for the watchdog.
     pub fn waiting_requests(&self) -> Vec<(u32, u16, u32)> {
         let mut waiting = Vec::new();
         self.for_each_pending(0, self.ports as usize, |port| {
-            waiting.push((
-                port as u32,
-                self.opcode_of(port),
-                self.mailbox_word(self.layout.client_word(port)),
-            ));
+            let which = if self.whole.is_some() {
+                self.windows[port].served()
+            } else {
+                self.mailbox_word(self.layout.client_word(port))
+            };
+            waiting.push((port as u32, self.opcode_of(port), which));
         });
         waiting
     }
@@ -608,17 +611,28 @@ impl RpcServer {
         self.prefetch_request(port);
         let window = match self.windows[port].claim(self.device, whole, port, &self.callbacks) {
             Claim::Mine(window) => window,
-            Claim::Busy => return false,
-            Claim::Unavailable => return self.serve_whole(),
+            Claim::Busy | Claim::Unavailable => return false,
         };
-        SERVING.with(|s| s.set(Some(self.device)));
+        // Another thread may have served the request between our look and our claim; only the
+        // claim's holder serves the port, so this look is exact.
+        if !self.pending(port) {
+            return false;
+        }
         let opcode = self.opcode_of(port);
+        if super::registry::user_opcode_running(opcode) {
+            // Its handler serves another call: this one waits in its port rather than tie up this
+            // thread on the handler's lock.
+            return false;
+        }
+        // A handler that waits for the device may serve again on this thread: restore what it served.
+        let outer = SERVING.with(|s| s.replace(Some(self.device)));
         let lanes = self.lane_mask_of(port).count_ones();
         let began = Self::seen_at();
-        super::calls::begin(self.device, port as u32, opcode);
+        let outer_call = super::calls::begin(self.device, port as u32, opcode);
         let status = window.serve();
-        let moved = super::calls::end();
-        SERVING.with(|s| s.set(None));
+        window.count_served();
+        let moved = super::calls::end(outer_call);
+        SERVING.with(|s| s.set(outer));
         drop(window);
         if began != 0 {
             self.account(port as u32, opcode, lanes, began, moved);
@@ -644,16 +658,16 @@ impl RpcServer {
         self.prefetch_request(first);
         let status = {
             let _shared = read(&self.gate);
-            SERVING.with(|s| s.set(Some(self.device)));
+            let outer = SERVING.with(|s| s.replace(Some(self.device)));
             // libc serves every waiting port; the call is accounted to the first.
             let opcode = self.opcode_of(first);
             let lanes = self.lane_mask_of(first).count_ones();
             let began = Self::seen_at();
-            super::calls::begin(self.device, first as u32, opcode);
+            let outer_call = super::calls::begin(self.device, first as u32, opcode);
             // SAFETY: `raw` is a live server; libc serializes ports with its own locks.
             let status = unsafe { ffi::rpc_handle_server(self.raw) };
-            let moved = super::calls::end();
-            SERVING.with(|s| s.set(None));
+            let moved = super::calls::end(outer_call);
+            SERVING.with(|s| s.set(outer));
             if began != 0 {
                 self.account(first as u32, opcode, lanes, began, moved);
             }

@@ -204,11 +204,18 @@ fn serve_forever(service: &'static Service, mut role: Role) {
         service.scanner.store(me, Ordering::Release);
     }
     loop {
-        role = match role {
+        // A panic here is a bug; the thread keeps its role rather than leave the devices unserved.
+        let ran = std::panic::catch_unwind(|| match role {
             Role::Scan => scan(service, me),
             Role::StandBy => stand_by(service, me),
-        };
-        if role == Role::StandBy && service.standing_by.fetch_add(1, Ordering::AcqRel) > 0 {
+        });
+        let next = ran.unwrap_or_else(|_| {
+            log::error("the RPC serving thread recovered from an internal error");
+            role
+        });
+        let demoted = role == Role::Scan && next == Role::StandBy;
+        role = next;
+        if demoted && service.standing_by.fetch_add(1, Ordering::AcqRel) > 0 {
             // Held up by a slow call, and another thread stands by already.
             service.standing_by.fetch_sub(1, Ordering::AcqRel);
             service.threads.fetch_sub(1, Ordering::AcqRel);
@@ -387,9 +394,17 @@ mod tests {
                     let woke = &woke;
                     scope.spawn(move || {
                         let warp = SimulatedWarp::new(&devices[device], port);
+                        let start = std::time::Instant::now();
+                        let mut slowest = Duration::ZERO;
                         for i in 0..3_400u64 {
+                            let t = std::time::Instant::now();
                             assert_eq!(warp.call(ECHO, 1, &[[i; 8]])[0][0], i + 1);
+                            slowest = slowest.max(t.elapsed());
                         }
+                        eprintln!(
+                            "DEBUG device {device} port {port}: {:?} in all, slowest call {slowest:?}",
+                            start.elapsed()
+                        );
                         woke.load(Ordering::SeqCst)
                     })
                 })
@@ -405,6 +420,77 @@ mod tests {
         kernels_finished(1);
         drop(devices);
         for server in servers {
+            registry::remove_server(&server).unwrap();
+            server.shutdown().unwrap();
+        }
+    }
+
+    /// Sleeps 60 ms, then echoes; counts the calls it finished.
+    struct Slowly(std::sync::Arc<AtomicUsize>);
+
+    impl registry::UserHandler for Slowly {
+        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+            let mut packets = port.lane_packets();
+            port.recv(&mut packets).unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+            self.0.fetch_add(1, Ordering::SeqCst);
+            port.send(&packets).unwrap();
+        }
+    }
+
+    #[test]
+    fn many_calls_of_one_slow_opcode_tie_up_no_serving_threads() {
+        use crate::rpc::server::tests::CountingMemory;
+        use crate::rpc::server::RpcServer;
+        use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+        use std::sync::Arc;
+        const SLOWLY: u16 = 0xA5B0;
+        const ECHO: u16 = 0xA5B1;
+        let finished = Arc::new(AtomicUsize::new(0));
+        registry::register_handler(SLOWLY, Box::new(Slowly(Arc::clone(&finished)))).unwrap();
+        registry::register_handler(ECHO, Box::new(Echo)).unwrap();
+        let slow = RpcServer::new(72, 32, 1, Arc::new(CountingMemory::default())).unwrap();
+        let quick = RpcServer::new(73, 4, 1, Arc::new(CountingMemory::default())).unwrap();
+        for server in [&slow, &quick] {
+            registry::add_server(Arc::clone(server)).unwrap();
+        }
+        kernel_started().unwrap();
+        let (slow_device, quick_device) = (
+            SimulatedDevice::new(Arc::clone(&slow)),
+            SimulatedDevice::new(Arc::clone(&quick)),
+        );
+        // 30 waiting host threads must not starve the serving threads of a 2-core machine.
+        slow_device.nap_while_waiting();
+        std::thread::scope(|scope| {
+            // 30 warps call the slow opcode at once (their calls are served one at a time, 1.8 s):
+            // more calls than serving threads may exist.
+            for port in 0..30 {
+                let device = &slow_device;
+                scope.spawn(move || SimulatedWarp::new(device, port).call(SLOWLY, 1, &[[1; 8]]));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let warp = SimulatedWarp::new(&quick_device, 0);
+            for i in 0..500u64 {
+                assert_eq!(warp.call(ECHO, 1, &[[i; 8]])[0][0], i + 1);
+            }
+            // Served one at a time, the slow calls end 60 ms apart. Had each serving thread blocked
+            // on the handler's lock, all 16 would be tied up and these calls would wait until at
+            // most 16 slow ones were left: for 14 of them.
+            let done = finished.load(Ordering::SeqCst);
+            assert!(
+                done < 8,
+                "another device's 500 calls waited for {done} of the slow opcode's 30 calls"
+            );
+        });
+        assert_eq!(finished.load(Ordering::SeqCst), 30);
+        assert!(
+            serving_threads() <= MAX_THREADS + 1,
+            "{} serving threads",
+            serving_threads()
+        );
+        kernels_finished(1);
+        drop((slow_device, quick_device));
+        for server in [slow, quick] {
             registry::remove_server(&server).unwrap();
             server.shutdown().unwrap();
         }

@@ -59,6 +59,8 @@ pub struct SimulatedDevice {
     base: *mut u8,
     layout: Layout,
     locks: Box<[AtomicU32]>,
+    /// Whether long waits sleep (see [`SimulatedDevice::nap_while_waiting`]).
+    napping: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `base` points to the mailbox of `server`, which the client holds, so the mailbox lives as
@@ -87,7 +89,16 @@ impl SimulatedDevice {
             server,
             layout,
             locks: (0..layout.ports.div_ceil(32)).map(|_| AtomicU32::new(0)).collect(),
+            napping: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Makes this device's warps sleep 1 ms between looks once a wait grows long, instead of
+    /// yielding the processor over and over: a GPU's warps use none of the host's processors while
+    /// they wait, and many simulated warps that yield in a loop would starve the serving threads of
+    /// a small machine.
+    pub fn nap_while_waiting(&self) {
+        self.napping.store(true, Ordering::Relaxed);
     }
 
     /// The server this device talks to.
@@ -141,17 +152,19 @@ impl SimulatedDevice {
                 self.locks[index / 32].fetch_and(!bit, Ordering::Release);
             }
             index = (index + 1) % ports;
-            back_off(&mut spins);
+            back_off(&mut spins, &self.napping);
         }
     }
 }
 
-fn back_off(spins: &mut u32) {
+fn back_off(spins: &mut u32, napping: &std::sync::atomic::AtomicBool) {
     *spins += 1;
     if *spins < 256 {
         std::hint::spin_loop();
-    } else {
+    } else if *spins < 512 || !napping.load(Ordering::Relaxed) {
         std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
@@ -169,7 +182,7 @@ impl ClientPort<'_> {
     fn wait_for_ownership(&self, mut inbox: u32) {
         let mut spins = 0u32;
         while inbox != self.out {
-            back_off(&mut spins);
+            back_off(&mut spins, &self.device.napping);
             inbox = self.device.inbox(self.index);
         }
         fence(Ordering::Acquire);

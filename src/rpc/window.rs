@@ -16,7 +16,7 @@
 //! before, and says so once.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::ffi;
@@ -56,10 +56,15 @@ impl Callbacks {
 /// slow call then holds up no registration and no other port.
 #[derive(Default)]
 pub struct PortWindow {
-    window: OnceLock<Option<Window>>,
+    window: OnceLock<Window>,
     busy: AtomicBool,
     /// How many of the device's callbacks (a list that only grows) the window has.
     synced: AtomicUsize,
+    /// Requests served through the window (written by the claim's holder), so that the watchdog can
+    /// tell one waiting request from the next.
+    served: AtomicU32,
+    /// Whether a failure to open the window was reported.
+    failed: AtomicBool,
 }
 
 /// What [`PortWindow::claim`] got.
@@ -68,7 +73,10 @@ pub enum Claim<'a> {
     Mine(WindowGuard<'a>),
     /// Another thread is serving the port.
     Busy,
-    /// The window could not be opened; serve the port another way.
+    /// The window could not be opened now (said once); the request waits, and the next claim tries
+    /// again. Serving it through libc's whole-server scan instead is not an option: that scan takes
+    /// the device server's own port locks, which windows do not, so it could serve a port that a
+    /// window is serving at the same moment.
     Unavailable,
 }
 
@@ -85,6 +93,14 @@ impl std::ops::Deref for WindowGuard<'_> {
     }
 }
 
+impl WindowGuard<'_> {
+    /// Counts a request served through the window.
+    pub fn count_served(&self) {
+        let served = &self.slot.served;
+        served.store(served.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+}
+
 impl Drop for WindowGuard<'_> {
     fn drop(&mut self) {
         self.slot.busy.store(false, Ordering::Release);
@@ -92,6 +108,11 @@ impl Drop for WindowGuard<'_> {
 }
 
 impl PortWindow {
+    /// Requests served through the window so far.
+    pub fn served(&self) -> u32 {
+        self.served.load(Ordering::Relaxed)
+    }
+
     /// Claims the window onto `port` of `whole`, opening it on first use and giving it every
     /// callback of `callbacks` it lacks; `device` names the device in a message.
     pub fn claim<'a>(&'a self, device: usize, whole: &Whole, port: usize, callbacks: &Callbacks) -> Claim<'a> {
@@ -102,23 +123,28 @@ impl PortWindow {
             self.busy.store(false, Ordering::Release);
             claim
         };
-        let opened = self.window.get_or_init(|| {
-            let list = lock(&callbacks.list);
-            match Window::open(whole, port, &list) {
-                Ok(window) => {
-                    self.synced.store(list.len(), Ordering::Relaxed);
-                    Some(window)
-                }
-                Err(e) => {
-                    log::error(format_args!(
-                        "device {device}: port {port} is served by scanning every port: {e}"
-                    ));
-                    None
+        let window = match self.window.get() {
+            Some(window) => window,
+            None => {
+                // Only the claim's holder opens, so nobody else sets the lock meanwhile.
+                let list = lock(&callbacks.list);
+                match Window::open(whole, port, &list) {
+                    Ok(window) => {
+                        self.synced.store(list.len(), Ordering::Relaxed);
+                        drop(list);
+                        self.window.get_or_init(|| window)
+                    }
+                    Err(e) => {
+                        if !self.failed.swap(true, Ordering::Relaxed) {
+                            log::error(format_args!(
+                                "device {device}: port {port}'s request waits, and is tried again: {e}"
+                            ));
+                        }
+                        drop(list);
+                        return release(Claim::Unavailable);
+                    }
                 }
             }
-        });
-        let Some(window) = opened else {
-            return release(Claim::Unavailable);
         };
         let synced = self.synced.load(Ordering::Relaxed);
         if synced < callbacks.len.load(Ordering::Acquire) {
