@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{build_program, run_text, Plugin};
+use support::{build_program, build_program_with, run_text, Plugin};
 
 /// The `omprpc stats:` line of `opcode` on `device`, split into its columns.
 fn stats_row(stderr: &str, device: &str, opcode: &str) -> Vec<String> {
@@ -119,4 +119,31 @@ fn a_program_prints_the_stats_when_it_asks() {
         "{}",
         off.stderr
     );
+}
+
+#[test]
+fn the_watchdog_names_a_stuck_handler_once_and_when_it_finishes() {
+    let exe = build_program_with("rpc_watchdog.c", &["-rdynamic"]);
+    let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_WATCHDOG_MS", "100")]);
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("omprpc watchdog:"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", out.stderr);
+    assert!(
+        lines[0].contains("host call user opcode 0x8124 (handler slow_handler()) has been open for"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].starts_with("omprpc watchdog: device 0 port "), "{}", lines[0]);
+    assert!(
+        lines[1].contains("host call user opcode 0x8124 (handler slow_handler()) finished after about"),
+        "{}",
+        lines[1]
+    );
+    let quiet = run_text(&exe, &[], Plugin::Ours, &[]);
+    assert!(quiet.status.success(), "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("omprpc watchdog:"), "{}", quiet.stderr);
 }

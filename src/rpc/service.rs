@@ -123,6 +123,7 @@ fn start_thread(service: &'static Service) -> Result<()> {
         return Ok(());
     }
     spawn_serving_thread(service, Role::Scan)?;
+    super::watchdog::start();
     // Without a stand-by, calls still get served, only one at a time: not a reason to fail.
     if let Err(e) = spawn_serving_thread(service, Role::StandBy) {
         log::info(format_args!("{e}; host calls are served one at a time"));

@@ -6,12 +6,14 @@
 //! This is the message a user needs when a kernel seems to hang in a host call.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::calls::{self, CallSlot};
 use super::{ffi, registry, service};
 use crate::util::log;
+use crate::util::sync::fork_generation;
 
 /// The limit `OMPRPC_WATCHDOG_MS` sets, if any (read once).
 pub fn limit() -> Option<Duration> {
@@ -34,28 +36,36 @@ pub fn parse_limit(text: &str) -> Option<Duration> {
     (1..=86_400_000).contains(&ms).then(|| Duration::from_millis(ms))
 }
 
-/// Starts the watchdog thread once, when a limit is set.
+/// Starts the watchdog thread when a limit is set, once per process (a forked child, which the
+/// parent's thread did not survive into, gets its own).
 pub fn start() {
-    static STARTED: OnceLock<()> = OnceLock::new();
+    static STARTED_IN: AtomicU64 = AtomicU64::new(u64::MAX);
     let Some(limit) = limit() else { return };
-    STARTED.get_or_init(|| {
-        let spawned = std::thread::Builder::new()
-            .name("omprpc-watchdog".into())
-            .spawn(move || {
-                let mut watchdog = Watchdog::new(limit);
-                loop {
-                    std::thread::sleep(watchdog.tick());
-                    for line in watchdog.look() {
-                        log::watchdog(line);
-                    }
+    let generation = fork_generation();
+    let before = STARTED_IN.load(Ordering::Acquire);
+    if before == generation
+        || STARTED_IN
+            .compare_exchange(before, generation, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+    {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("omprpc-watchdog".into())
+        .spawn(move || {
+            let mut watchdog = Watchdog::new(limit);
+            loop {
+                std::thread::sleep(watchdog.tick());
+                for line in watchdog.look() {
+                    log::watchdog(line);
                 }
-            });
-        if let Err(e) = spawned {
-            log::error(format_args!(
-                "OMPRPC_WATCHDOG_MS is set but its thread could not start: {e}"
-            ));
-        }
-    });
+            }
+        });
+    if let Err(e) = spawned {
+        log::error(format_args!(
+            "OMPRPC_WATCHDOG_MS is set but its thread could not start: {e}"
+        ));
+    }
 }
 
 /// How messages name an opcode: libc's by name, user opcodes with their handler.
