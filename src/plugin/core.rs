@@ -172,7 +172,7 @@ impl<B: Backend> Core<B> {
         } else {
             Ok(())
         };
-        slot.end_rpc_kernels(device.index, &device.rpc_kernels_in_flight);
+        slot.end_rpc_kernels(device);
         device.queues.release(slot)?;
         waited
     }
@@ -339,7 +339,8 @@ impl<B: Backend> Core<B> {
     /// libomptarget 16's generic plugin arranges (`registerGlobalOffloadEntry`): each global of the
     /// image gets the host global's current bytes, which for clang's `<name>_decl_tgt_ref_ptr` of a
     /// `declare target` variable is the host variable's address. A device that cannot read the host's
-    /// memory is named once, since its kernels would fault on the first host address.
+    /// memory is named in an error at each such image's load, since its kernels would fault on the first
+    /// host address.
     fn share_globals_with_the_host(
         &self,
         device: &Device<B>,
@@ -427,7 +428,7 @@ impl<B: Backend> Core<B> {
                 .teardown(|e| self.backend.destroy_event(device.index, &e.event)),
         );
         note(device.queues.teardown(|q| {
-            q.end_rpc_kernels(device.index, &device.rpc_kernels_in_flight);
+            q.end_rpc_kernels(device);
             self.backend.destroy_queue(device.index, &q.queue)
         }));
         note(self.backend.deinit_device(device.index));
@@ -719,8 +720,7 @@ impl<B: Backend> PluginApi for Core<B> {
                 let gate = crate::util::sync::read(&device.rpc_launch_gate);
                 #[cfg(feature = "rpc")]
                 crate::rpc::service::kernel_started()?;
-                slot.start_rpc_kernel(&kernel.name);
-                device.rpc_kernels_in_flight.fetch_add(1, Ordering::AcqRel);
+                slot.start_rpc_kernel(device, &kernel.name);
                 Some(gate)
             } else {
                 None

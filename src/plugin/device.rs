@@ -40,10 +40,11 @@ impl<B: Backend> QueueSlot<B> {
         }
     }
 
-    /// A kernel that may call the host was launched on this queue: counts it, and notes it for the
-    /// trace when one is written.
-    pub fn start_rpc_kernel(&self, name: &std::ffi::CStr) {
+    /// A kernel that may call the host was launched on this queue of `device`: counts it here and in
+    /// the device's count, and notes it for the trace when one is written.
+    pub fn start_rpc_kernel(&self, device: &Device<B>, name: &std::ffi::CStr) {
         self.rpc_kernels.fetch_add(1, Ordering::AcqRel);
+        device.rpc_kernels_in_flight.fetch_add(1, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
         if crate::rpc::trace::enabled() {
             let launched = crate::rpc::trace::now_ns();
@@ -54,27 +55,27 @@ impl<B: Backend> QueueSlot<B> {
     }
 
     /// The queue's kernels that may call the host are over (waited for, or abandoned at teardown):
-    /// they stop keeping the serving thread awake, and leave `in_flight`, their device's count.
-    pub fn end_rpc_kernels(&self, device: usize, in_flight: &AtomicUsize) {
+    /// they stop keeping the serving thread awake, and leave their device's count.
+    pub fn end_rpc_kernels(&self, device: &Device<B>) {
         // Only this queue's owner launches on it, so a plain load finds the count without an atomic
         // read-modify-write on every synchronisation of a program that never calls the host.
         if self.rpc_kernels.load(Ordering::Acquire) == 0 {
             return;
         }
         let kernels = self.rpc_kernels.swap(0, Ordering::AcqRel);
-        in_flight.fetch_sub(kernels, Ordering::AcqRel);
+        device.rpc_kernels_in_flight.fetch_sub(kernels, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
         {
             crate::rpc::service::kernels_finished(kernels);
             if let Some(trace) = crate::rpc::trace::global() {
                 let ended = crate::rpc::trace::now_ns();
                 for (name, launched) in std::mem::take(&mut *crate::util::sync::lock(&self.traced_kernels)) {
-                    trace.kernel(device, &name, launched, ended);
+                    trace.kernel(device.index, &name, launched, ended);
                 }
             }
         }
         #[cfg(not(feature = "rpc"))]
-        let _ = (device, kernels);
+        let _ = kernels;
     }
 }
 

@@ -92,20 +92,6 @@ pub struct ImageServices {
     server: Option<std::sync::Arc<crate::rpc::server::RpcServer>>,
 }
 
-impl ImageServices {
-    /// Whether the image's code is served.
-    pub fn is_served(&self) -> bool {
-        #[cfg(feature = "rpc")]
-        {
-            self.server.is_some()
-        }
-        #[cfg(not(feature = "rpc"))]
-        {
-            false
-        }
-    }
-}
-
 /// Takes an image's server out of service and shuts it down; the device stops counting the image
 /// among those whose kernels may call the host.
 #[cfg(feature = "rpc")]
@@ -326,7 +312,8 @@ pub fn release_heap<B: Backend>(_device: &Device<B>) -> Result<()> {
 #[cfg(feature = "rpc")]
 pub fn before_host_calling_launch<B: Backend>(device: &Device<B>) -> Result<()> {
     use std::sync::atomic::Ordering;
-    // On every host-calling launch: a look at a flag, without taking a reference to the heap.
+    // On every host-calling launch: the heap's lock for a look at its flag; a reference only when the
+    // heap must grow.
     let heap = match &*crate::util::sync::lock(&device.rpc_heap) {
         Some(heap) if heap.needs_more() => std::sync::Arc::clone(heap),
         _ => return Ok(()),

@@ -14,6 +14,15 @@ pub const STATUS_UNHANDLED_OPCODE: Status = 0x1001;
 /// The lane size is not 1, 32 or 64.
 pub const STATUS_INVALID_LANE_SIZE: Status = 0x1002;
 
+/// `Ok` for a call that succeeded, else the error naming `call` and its status.
+pub fn check(call: &'static str, status: Status) -> crate::util::error::Result<()> {
+    if status == STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(crate::util::error::Error::Rpc { call, status })
+    }
+}
+
 /// `rpc_port_t`: a port being served, valid only inside a callback.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -76,26 +85,10 @@ pub mod opcode {
     pub const EXIT: u16 = 1;
     /// `fwrite` to a stream that the device names.
     pub const WRITE_TO_STREAM: u16 = 4;
-    /// `fread` from a stream.
-    pub const READ_FROM_STREAM: u16 = 6;
-    /// `fgets` from a stream.
-    pub const READ_FGETS: u16 = 7;
     /// `malloc` on the device, served by the plugin.
     pub const MALLOC: u16 = 10;
     /// `free` on the device, served by the plugin.
     pub const FREE: u16 = 11;
-    /// `abort()` on the device.
-    pub const ABORT: u16 = 13;
-    /// `feof` of a stream.
-    pub const FEOF: u16 = 14;
-    /// `ferror` of a stream.
-    pub const FERROR: u16 = 15;
-    /// `fseek` on a stream.
-    pub const FSEEK: u16 = 17;
-    /// `ftell` of a stream.
-    pub const FTELL: u16 = 18;
-    /// `fflush` of a stream.
-    pub const FFLUSH: u16 = 19;
     /// `printf` to the host's stdout, formatted by the host.
     pub const PRINTF_TO_STDOUT: u16 = 21;
     /// `printf` to a stream that the device names.
@@ -105,7 +98,7 @@ pub mod opcode {
 
     /// Whether libc's server handles `op` itself (such opcodes cannot be overridden).
     pub fn is_built_in(op: u16) -> bool {
-        op <= 27 && op != MALLOC && op != FREE
+        name(op).is_some() && op != MALLOC && op != FREE
     }
 
     /// The names of `rpc_opcode_t` in LLVM libc 19.1 (`rpc_opcodes_t.h`) without their `RPC_` prefix,
@@ -141,6 +134,22 @@ pub mod opcode {
         "PRINTF_TO_STREAM_PACKED",
         "REMOVE",
     ];
+
+    /// How statistics, traces and the watchdog name an opcode: libc's name (`PRINTF_TO_STREAM`),
+    /// `user 0x8001` for users' opcodes, or `opcode 0x0063` for one that nobody defines.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Label(pub u16);
+
+    impl std::fmt::Display for Label {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let op = self.0;
+            match name(op) {
+                Some(name) => f.write_str(name),
+                None if op >= FIRST_USER => write!(f, "user {op:#06x}"),
+                None => write!(f, "opcode {op:#06x}"),
+            }
+        }
+    }
 
     /// libc's name of opcode `op` (`PRINTF_TO_STREAM`), so that statistics and traces say which host
     /// service the device asked for; `None` for opcodes libc does not define (users' among them).

@@ -107,6 +107,7 @@ impl DeviceHeap {
     }
 
     /// Bytes reserved so far (0 when served directly).
+    #[cfg(test)]
     pub fn reserved_bytes(&self) -> usize {
         lock(&self.state).reserved()
     }

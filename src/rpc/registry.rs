@@ -66,7 +66,6 @@ pub fn generation() -> usize {
 /// service with every registered user handler installed.
 pub fn add_server(server: Arc<RpcServer>) -> Result<()> {
     super::service::ensure_started()?;
-    super::watchdog::start();
     super::report_at_exit_when_asked();
     {
         let handlers = lock(&REGISTRY.handlers);
@@ -145,23 +144,20 @@ pub fn user_opcode_running(op: u16) -> bool {
 
 /// Marks the handler of a user opcode as running until dropped (also when the handler panics); held
 /// by whoever holds the handler's lock.
-pub(crate) struct Running(u16);
+pub(crate) struct Running(&'static AtomicBool);
 
 impl Running {
-    /// Marks `op`'s handler as running.
+    /// Marks the handler of user opcode `op` (registered, so at least 0x8000) as running.
     pub(crate) fn mark(op: u16) -> Running {
-        if op >= opcode::FIRST_USER {
-            RUNNING[usize::from(op - opcode::FIRST_USER)].store(true, Ordering::Release);
-        }
-        Running(op)
+        let flag = &RUNNING[usize::from(op - opcode::FIRST_USER)];
+        flag.store(true, Ordering::Release);
+        Running(flag)
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if self.0 >= opcode::FIRST_USER {
-            RUNNING[usize::from(self.0 - opcode::FIRST_USER)].store(false, Ordering::Release);
-        }
+        self.0.store(false, Ordering::Release);
     }
 }
 

@@ -13,7 +13,7 @@ use super::heap::{DeviceHeap, Freed};
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use super::port::{Finished, Port};
 use super::registry::Registered;
-use super::window::{Callbacks, Claim, PortWindow, Whole};
+use super::window::{self, Callbacks, Claim, PortWindow};
 use super::DeviceMemory;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
@@ -95,11 +95,10 @@ pub struct RpcServer {
     /// Every opcode given a callback here (the plugin's own and user opcodes) with its callback and
     /// data, so that a port's window gets them all and a request nobody serves can be named.
     callbacks: Callbacks,
-    /// The device's server as windows see it; `None` where requests are served by libc's whole-server
+    /// Whether requests are served port by port through windows; otherwise by libc's whole-server
     /// scan (libc not laid out as expected, or `OMPRPC_RPC_SERVE=scan`).
-    whole: Option<Whole>,
-    /// One window per port, opened when the port first receives a request (see [`super::window`]);
-    /// `None` inside when it could not be opened, and that port is served by the whole-server scan.
+    port_by_port: bool,
+    /// One window per port, opened when the port first receives a request (see [`super::window`]).
     windows: Box<[PortWindow]>,
     /// Ports that received requests lately, looked at before every part of the scan, so that a warp
     /// that keeps its port is answered without waiting for a scan of every port.
@@ -218,14 +217,6 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
     unsafe { ffi::rpc_recv(port, take, data) };
 }
 
-fn check(call: &'static str, status: ffi::Status) -> Result<()> {
-    if status == ffi::STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Rpc { call, status })
-    }
-}
-
 /// libc's callback data for one user opcode on one server: which handler, and the device for messages.
 struct UserOpcode {
     registered: &'static Registered,
@@ -313,7 +304,7 @@ impl RpcServer {
         if let Some(Err(e)) = request.result {
             return Err(e);
         }
-        check("rpc_server_init", status)?;
+        ffi::check("rpc_server_init", status)?;
         let Some(Ok(mailbox)) = request.result else {
             return Err(Error::Rpc {
                 call: "rpc_server_init (no mailbox was allocated)",
@@ -325,11 +316,7 @@ impl RpcServer {
             ports: ports as usize,
             lanes: lane_size as usize,
         };
-        let whole = if whole_server_scan_requested() {
-            None
-        } else {
-            Whole::inspect(raw, lane_size, mailbox as usize, layout)
-        };
+        let port_by_port = !whole_server_scan_requested() && window::libc_layout_matches(raw, mailbox as usize, layout);
         let server = Arc::new(RpcServer {
             device,
             raw,
@@ -342,7 +329,7 @@ impl RpcServer {
             gate: RwLock::new(()),
             user_opcodes: Mutex::new(Vec::new()),
             callbacks: Callbacks::default(),
-            whole,
+            port_by_port,
             windows: (0..ports).map(|_| PortWindow::default()).collect(),
             recent: std::array::from_fn(|_| AtomicU32::new(NO_PORT)),
             recent_next: AtomicUsize::new(0),
@@ -373,7 +360,7 @@ impl RpcServer {
     /// Whether requests are served port by port through windows (see [`super::window`]), rather than
     /// by libc's scan of every port.
     pub fn serves_port_by_port(&self) -> bool {
-        self.whole.is_some()
+        self.port_by_port
     }
 
     /// Lanes per port.
@@ -389,7 +376,7 @@ impl RpcServer {
         let status = fault::call_or("rpc_register_callback", ffi::STATUS_ERROR, || unsafe {
             ffi::rpc_register_callback(self.raw, op, callback, data)
         });
-        check("rpc_register_callback", status)?;
+        ffi::check("rpc_register_callback", status)?;
         // Windows pick it up when next claimed.
         self.callbacks.push((op, callback, data as usize));
         Ok(())
@@ -444,7 +431,7 @@ impl RpcServer {
     pub fn waiting_requests(&self) -> Vec<(u32, u16, u32)> {
         let mut waiting = Vec::new();
         self.for_each_pending(0, self.ports as usize, |port| {
-            let which = if self.whole.is_some() {
+            let which = if self.port_by_port {
                 self.windows[port].served()
             } else {
                 self.mailbox_word(self.layout.client_word(port))
@@ -552,7 +539,7 @@ impl RpcServer {
     /// (every port when there are few). Returns whether there was any. Called over and over by the
     /// serving threads; a request waits for at most one pass over all ports before it is seen.
     pub fn serve_once(&self) -> bool {
-        if self.whole.is_none() {
+        if !self.port_by_port {
             return self.serve_whole();
         }
         let mut served = false;
@@ -568,22 +555,21 @@ impl RpcServer {
         } else {
             (self.cursor.fetch_add(SCAN_PART, Ordering::Relaxed) % ports, SCAN_PART)
         };
-        self.for_each_pending(start, count, |port| {
-            if self.serve_port(port) {
-                served = true;
-                self.remember(port);
-            }
-        });
-        served
+        self.serve_pending(start, count) || served
     }
 
     /// Serves every port once, scanning them all (for threads that wait for a device's work).
     pub fn serve_all_ports(&self) -> bool {
-        if self.whole.is_none() {
+        if !self.port_by_port {
             return self.serve_whole();
         }
+        self.serve_pending(0, self.ports as usize)
+    }
+
+    /// Serves the waiting requests of `start..start + count` (wrapping), remembering the ports served.
+    fn serve_pending(&self, start: usize, count: usize) -> bool {
         let mut served = false;
-        self.for_each_pending(0, self.ports as usize, |port| {
+        self.for_each_pending(start, count, |port| {
             if self.serve_port(port) {
                 served = true;
                 self.remember(port);
@@ -603,13 +589,11 @@ impl RpcServer {
     }
 
     /// Serves `port`'s request through its window (opened on first use). Returns whether it was
-    /// served here (not by another thread that got there first).
+    /// served here (not by another thread that got there first). Only when serving port by port.
     fn serve_port(&self, port: usize) -> bool {
-        let Some(whole) = &self.whole else {
-            return self.serve_whole();
-        };
         self.prefetch_request(port);
-        let window = match self.windows[port].claim(self.device, whole, port, &self.callbacks) {
+        let base = self.mailbox as usize;
+        let window = match self.windows[port].claim(self.device, base, self.layout, port, &self.callbacks) {
             Claim::Mine(window) => window,
             Claim::Busy | Claim::Unavailable => return false,
         };
@@ -624,30 +608,11 @@ impl RpcServer {
             // thread on the handler's lock.
             return false;
         }
-        // A handler that waits for the device may serve again on this thread: restore what it served.
-        let outer = SERVING.with(|s| s.replace(Some(self.device)));
-        let lanes = self.lane_mask_of(port).count_ones();
-        let began = Self::seen_at();
-        let outer_call = super::calls::begin(self.device, port as u32, opcode);
-        let status = window.serve();
+        let status = self.observed(port, opcode, || window.serve());
         window.count_served();
-        let moved = super::calls::end(outer_call);
-        SERVING.with(|s| s.set(outer));
         drop(window);
-        if began != 0 {
-            self.account(port as u32, opcode, lanes, began, moved);
-        }
-        match status {
-            ffi::STATUS_SUCCESS => true,
-            ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(Some(port)),
-            other => {
-                log::error(format_args!(
-                    "device {}: LLVM libc's RPC server failed with status {other:#x}",
-                    self.device
-                ));
-                true
-            }
-        }
+        self.check_served(status, Some(port));
+        true
     }
 
     /// Serves every waiting request through libc's whole-server scan.
@@ -658,30 +623,49 @@ impl RpcServer {
         self.prefetch_request(first);
         let status = {
             let _shared = read(&self.gate);
-            let outer = SERVING.with(|s| s.replace(Some(self.device)));
             // libc serves every waiting port; the call is accounted to the first.
-            let opcode = self.opcode_of(first);
-            let lanes = self.lane_mask_of(first).count_ones();
-            let began = Self::seen_at();
-            let outer_call = super::calls::begin(self.device, first as u32, opcode);
             // SAFETY: `raw` is a live server; libc serializes ports with its own locks.
-            let status = unsafe { ffi::rpc_handle_server(self.raw) };
-            let moved = super::calls::end(outer_call);
-            SERVING.with(|s| s.set(outer));
-            if began != 0 {
-                self.account(first as u32, opcode, lanes, began, moved);
-            }
-            status
+            self.observed(first, self.opcode_of(first), || unsafe {
+                ffi::rpc_handle_server(self.raw)
+            })
         };
+        self.check_served(status, None);
+        true
+    }
+
+    /// Runs `serve` as the call of `opcode` on `port`: shown to the stand-by thread and the watchdog
+    /// while it runs, and added to the statistics and the trace when asked for. A handler that waits
+    /// for the device may serve again on this thread, so what the thread served before is restored.
+    fn observed(&self, port: usize, opcode: u16, serve: impl FnOnce() -> ffi::Status) -> ffi::Status {
+        let began = Self::seen_at();
+        // Read before serving: the header is the client's again once the reply is sent.
+        let lanes = if began != 0 {
+            self.lane_mask_of(port).count_ones()
+        } else {
+            0
+        };
+        let outer = SERVING.with(|s| s.replace(Some(self.device)));
+        let outer_call = super::calls::begin(self.device, port as u32, opcode);
+        let status = serve();
+        let moved = super::calls::end(outer_call);
+        SERVING.with(|s| s.set(outer));
+        if began != 0 {
+            self.account(port as u32, opcode, lanes, began, moved);
+        }
+        status
+    }
+
+    /// Reports what libc's server returned; ends the program on an opcode nobody handles (on `port`,
+    /// when known).
+    fn check_served(&self, status: ffi::Status, port: Option<usize>) {
         match status {
             ffi::STATUS_SUCCESS => {}
-            ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(None),
+            ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(port),
             other => log::error(format_args!(
                 "device {}: LLVM libc's RPC server failed with status {other:#x}",
                 self.device
             )),
         }
-        true
     }
 
     /// A device asked for an opcode nobody handles (on `port`, when known): libc leaves that port
@@ -723,7 +707,7 @@ impl RpcServer {
         let status = fault::call_or("rpc_server_shutdown", ffi::STATUS_ERROR, || unsafe {
             ffi::rpc_server_shutdown(server.raw, free_mailbox, (&mut release as *mut MailboxRelease).cast())
         });
-        check("rpc_server_shutdown", status)?;
+        ffi::check("rpc_server_shutdown", status)?;
         release.result
     }
 }

@@ -8,7 +8,6 @@
 //! call of a (device, opcode) pair in a shard; each pair's histogram then takes about 260 KiB.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -73,22 +72,6 @@ pub struct Call {
     pub bytes_to_host: u64,
     /// Bytes the host sent back to the device.
     pub bytes_to_device: u64,
-}
-
-/// How statistics and traces name an opcode: libc's name (`PRINTF_TO_STREAM`), `user 0x8001` for
-/// users' opcodes, or `opcode 0x0063` for one that nobody defines.
-#[derive(Clone, Copy, Debug)]
-pub struct OpcodeLabel(pub u16);
-
-impl fmt::Display for OpcodeLabel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let op = self.0;
-        match opcode::name(op) {
-            Some(name) => f.write_str(name),
-            None if op >= opcode::FIRST_USER => write!(f, "user {op:#06x}"),
-            None => write!(f, "opcode {op:#06x}"),
-        }
-    }
 }
 
 /// What the calls of one (device, opcode) pair add up to.
@@ -186,6 +169,7 @@ impl Stats {
     }
 
     /// Whether no call has been recorded.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.shards.iter().all(|shard| lock(shard).is_empty())
     }
@@ -238,7 +222,7 @@ impl Stats {
         table.extend(rows.iter().map(|row| {
             [
                 row.device.to_string(),
-                OpcodeLabel(row.opcode).to_string(),
+                opcode::Label(row.opcode).to_string(),
                 row.calls.to_string(),
                 row.lanes.to_string(),
                 human_bytes(row.bytes_to_host),
@@ -425,10 +409,10 @@ mod tests {
 
     #[test]
     fn opcodes_are_named() {
-        assert_eq!(OpcodeLabel(opcode::PRINTF_TO_STREAM).to_string(), "PRINTF_TO_STREAM");
-        assert_eq!(OpcodeLabel(0x8001).to_string(), "user 0x8001");
-        assert_eq!(OpcodeLabel(0xFFFF).to_string(), "user 0xffff");
-        assert_eq!(OpcodeLabel(0x63).to_string(), "opcode 0x0063");
+        assert_eq!(opcode::Label(opcode::PRINTF_TO_STREAM).to_string(), "PRINTF_TO_STREAM");
+        assert_eq!(opcode::Label(0x8001).to_string(), "user 0x8001");
+        assert_eq!(opcode::Label(0xFFFF).to_string(), "user 0xffff");
+        assert_eq!(opcode::Label(0x63).to_string(), "opcode 0x0063");
     }
 
     /// The cells of a report line (cells hold single spaces at most; columns are two or more apart).

@@ -12,11 +12,9 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::stats::OpcodeLabel;
 use crate::util::log;
 use crate::util::sync::lock;
 
@@ -164,11 +162,13 @@ impl Trace {
     }
 
     /// Events overwritten because the ring was full.
+    #[cfg(test)]
     pub fn dropped(&self) -> u64 {
         lock(&self.ring).dropped
     }
 
     /// Writes the events kept as a Chrome trace-event JSON object.
+    #[cfg(test)]
     pub fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
         self.write_snapshot(out).map(|_| ())
     }
@@ -238,7 +238,7 @@ impl Trace {
                 Span::HostCall { port, opcode } => write!(
                     out,
                     r#"{{"ph":"X","name":"{}","cat":"host call","pid":{device},"tid":{thread},"ts":{begin},"dur":{duration},"args":{{"port":{port},"opcode":"{opcode:#06x}"}}}}"#,
-                    OpcodeLabel(opcode)
+                    super::ffi::opcode::Label(opcode)
                 )?,
             }
         }
@@ -293,18 +293,13 @@ fn write_json_string(out: &mut impl Write, text: &str) -> io::Result<()> {
 /// The size of the ring from an `OMPRPC_TRACE_EVENTS` value (`None` when unset); an invalid value is
 /// reported and the default kept.
 fn capacity_from_setting(text: Option<&str>) -> usize {
-    let Some(text) = text else {
-        return DEFAULT_EVENTS;
-    };
-    match text.trim().parse::<usize>() {
-        Ok(events) if (1..=MAX_EVENTS).contains(&events) => events,
-        _ => {
-            log::error(format_args!(
-                "{EVENTS_SETTING}='{text}' is not a whole number from 1 to {MAX_EVENTS}; keeping {DEFAULT_EVENTS} events"
-            ));
-            DEFAULT_EVENTS
-        }
-    }
+    crate::util::config::count_setting(
+        &|_| text.map(str::to_owned),
+        EVENTS_SETTING,
+        DEFAULT_EVENTS,
+        1,
+        MAX_EVENTS,
+    )
 }
 
 /// The trace of this process, when `OMPRPC_TRACE` asks for one.
@@ -320,14 +315,10 @@ pub fn global() -> Option<&'static Trace> {
         .as_ref()
 }
 
-/// Writes the trace of this process to the file that `OMPRPC_TRACE` names: once, at exit; later calls
-/// do nothing. A failure is reported, never raised.
+/// Writes the trace of this process to the file that `OMPRPC_TRACE` names; called once, at exit, by
+/// [`super::report_at_exit`]. A failure is reported, never raised.
 pub fn finish() {
-    static FINISHED: AtomicBool = AtomicBool::new(false);
-    let (Some(trace), Some(path)) = (global(), path()) else {
-        return;
-    };
-    if !FINISHED.swap(true, Ordering::AcqRel) {
+    if let (Some(trace), Some(path)) = (global(), path()) {
         finish_at(trace, path);
     }
 }

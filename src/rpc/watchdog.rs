@@ -5,7 +5,7 @@
 //! for N ms (no serving thread alive, or every one held up), the hang upstream LLVM shipped twice.
 //! This is the message a user needs when a kernel seems to hang in a host call.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -70,16 +70,13 @@ pub fn start() {
 
 /// How messages name an opcode: libc's by name, user opcodes with their handler.
 pub fn describe_opcode(opcode: u16) -> String {
-    if let Some(name) = ffi::opcode::name(opcode) {
-        return name.to_string();
+    if opcode < ffi::opcode::FIRST_USER || ffi::opcode::name(opcode).is_some() {
+        return ffi::opcode::Label(opcode).to_string();
     }
-    if opcode >= ffi::opcode::FIRST_USER {
-        return match registry::registered(opcode) {
-            Some(registered) => format!("user opcode {opcode:#06x} ({})", registered.handler.name()),
-            None => format!("user opcode {opcode:#06x} (no handler registered)"),
-        };
+    match registry::registered(opcode) {
+        Some(registered) => format!("user opcode {opcode:#06x} ({})", registered.handler.name()),
+        None => format!("user opcode {opcode:#06x} (no handler registered)"),
     }
-    format!("opcode {opcode:#06x}")
 }
 
 /// A call being served, as the watchdog saw it.
@@ -126,14 +123,14 @@ impl Watchdog {
     pub fn look_at(&mut self, servers: &[std::sync::Arc<super::server::RpcServer>]) -> Vec<String> {
         let now = calls::now_ns();
         let mut lines = Vec::new();
-        let mut being_served = Vec::new();
-        let mut still_open = Vec::new();
+        let mut being_served = HashSet::new();
+        let mut still_open = HashSet::new();
         for slot in calls::slots() {
             let key_slot = slot as *const CallSlot as usize;
             if let Some(call) = slot.current() {
-                being_served.push((call.device, call.port));
+                being_served.insert((call.device, call.port));
                 let key = (key_slot, call.serial);
-                still_open.push(key);
+                still_open.insert(key);
                 let seen = self.serving.entry(key).or_insert(Seen {
                     device: call.device,
                     port: call.port,
@@ -169,14 +166,14 @@ impl Watchdog {
             }
             false
         });
-        let mut seen = Vec::new();
+        let mut seen = HashSet::new();
         for server in servers {
             for (port, opcode, word) in server.waiting_requests() {
                 if being_served.contains(&(server.device(), port)) {
                     continue;
                 }
                 let key = (server.device(), port, word);
-                seen.push(key);
+                seen.insert(key);
                 let (since, reported) = self.waiting.entry(key).or_insert((now, false));
                 if !*reported && now.saturating_sub(*since) >= self.limit_ns {
                     *reported = true;

@@ -10,7 +10,7 @@
 //! returns, however many ports the device has.
 //!
 //! Moving the view writes four pointers of libc's `Device` object, which its header does not
-//! publish. [`Anatomy::check`] therefore proves, on the device's own server and on every window, that
+//! publish. [`libc_layout_matches`] therefore proves, on the device's own server and on every window, that
 //! the object is laid out as libc 19.1.7 lays it out (every field compared with what the server must
 //! hold); where it is not, the plugin serves through `rpc_handle_server` of the whole server as
 //! before, and says so once.
@@ -113,9 +113,16 @@ impl PortWindow {
         self.served.load(Ordering::Relaxed)
     }
 
-    /// Claims the window onto `port` of `whole`, opening it on first use and giving it every
+    /// Claims the window onto `port` of the device's mailbox (at `base`, laid out as `layout`), opening it on first use and giving it every
     /// callback of `callbacks` it lacks; `device` names the device in a message.
-    pub fn claim<'a>(&'a self, device: usize, whole: &Whole, port: usize, callbacks: &Callbacks) -> Claim<'a> {
+    pub fn claim<'a>(
+        &'a self,
+        device: usize,
+        base: usize,
+        layout: Layout,
+        port: usize,
+        callbacks: &Callbacks,
+    ) -> Claim<'a> {
         if self.busy.swap(true, Ordering::Acquire) {
             return Claim::Busy;
         }
@@ -128,7 +135,7 @@ impl PortWindow {
             None => {
                 // Only the claim's holder opens, so nobody else sets the lock meanwhile.
                 let list = lock(&callbacks.list);
-                match Window::open(whole, port, &list) {
+                match Window::open(base, layout, port, &list) {
                     Ok(window) => {
                         self.synced.store(list.len(), Ordering::Relaxed);
                         drop(list);
@@ -177,82 +184,59 @@ mod offsets {
     pub const CLIENT: usize = SERVER + PROCESS_BYTES;
 }
 
-/// What the server half of a libc `Device` must hold for a mailbox at `base` with `layout`.
-struct Anatomy {
-    lane_size: u32,
-    base: usize,
-    layout: Layout,
-}
-
-impl Anatomy {
-    /// Whether `raw`'s object is laid out as the plugin expects: every field it reads or moves holds
-    /// the value that a server of this mailbox must hold, and the client libc hands out sits where
-    /// the layout puts it.
-    fn check(&self, raw: ffi::Device) -> bool {
-        if raw.handle == 0 || !raw.handle.is_multiple_of(8) {
-            return false;
-        }
-        // SAFETY: `raw` is a live server; the client libc hands out is inside its object.
-        let client = unsafe { ffi::rpc_get_client_buffer(raw) } as usize;
-        // SAFETY: `rpc_get_client_size` has no preconditions.
-        let client_size = unsafe { ffi::rpc_get_client_size() } as usize;
-        if client != raw.handle + offsets::CLIENT || client_size != offsets::PROCESS_BYTES {
-            return false;
-        }
-        let server = raw.handle + offsets::SERVER;
-        // SAFETY: the object spans at least up to the client, which starts after every field read here
-        // (checked just above); the fields are plain integers and pointers written before the server
-        // was handed out.
-        let (lane_size, buffer, ports, inbox, outbox, header, packet) = unsafe {
-            let at = |offset: usize| std::ptr::read((raw.handle + offset) as *const usize);
-            (
-                std::ptr::read((raw.handle + offsets::LANE_SIZE) as *const u32),
-                at(offsets::BUFFER),
-                std::ptr::read((server + offsets::PORT_COUNT) as *const u32),
-                at(offsets::SERVER + offsets::INBOX),
-                at(offsets::SERVER + offsets::OUTBOX),
-                at(offsets::SERVER + offsets::HEADER),
-                at(offsets::SERVER + offsets::PACKET),
-            )
-        };
-        let base = self.base;
-        lane_size == self.lane_size
-            && buffer == base
-            && ports as usize == self.layout.ports
-            && inbox == base + self.layout.client_word(0)
-            && outbox == base + self.layout.server_word(0)
-            && header == base + self.layout.header(0)
-            && packet == base + self.layout.packet(0, 0)
+/// Whether `raw`'s object is laid out as the plugin expects for a mailbox at `base` with `layout`:
+/// every field it reads or moves holds the value that a server of this mailbox must hold, and the
+/// client libc hands out sits where the layout puts it.
+fn laid_out_as_expected(raw: ffi::Device, base: usize, layout: Layout) -> bool {
+    if raw.handle == 0 || !raw.handle.is_multiple_of(8) {
+        return false;
     }
-}
-
-/// The device's libc server, as windows need it: where its view of the mailbox starts.
-pub struct Whole {
-    layout: Layout,
-    base: usize,
-}
-
-impl Whole {
-    /// Checks the device's own server `raw` (mailbox at `base`) and returns what windows onto it
-    /// need, or `None` (said once per process) where libc's object is not laid out as expected.
-    pub fn inspect(raw: ffi::Device, lane_size: u32, base: usize, layout: Layout) -> Option<Whole> {
-        let anatomy = Anatomy {
-            lane_size,
-            base,
-            layout,
-        };
-        if anatomy.check(raw) {
-            return Some(Whole { layout, base });
-        }
-        static SAID: AtomicBool = AtomicBool::new(false);
-        if !SAID.swap(true, Ordering::Relaxed) {
-            log::info(format_args!(
-                "LLVM libc's RPC server is not laid out as libc 19.1.7's; host calls are served by \
-                 scanning every port, which is slower with many ports"
-            ));
-        }
-        None
+    // SAFETY: `raw` is a live server; the client libc hands out is inside its object.
+    let client = unsafe { ffi::rpc_get_client_buffer(raw) } as usize;
+    // SAFETY: `rpc_get_client_size` has no preconditions.
+    let client_size = unsafe { ffi::rpc_get_client_size() } as usize;
+    if client != raw.handle + offsets::CLIENT || client_size != offsets::PROCESS_BYTES {
+        return false;
     }
+    let server = raw.handle + offsets::SERVER;
+    // SAFETY: the object spans at least up to the client, which starts after every field read here
+    // (checked just above); the fields are plain integers and pointers written before the server
+    // was handed out.
+    let (lane_size, buffer, ports, inbox, outbox, header, packet) = unsafe {
+        let at = |offset: usize| std::ptr::read((raw.handle + offset) as *const usize);
+        (
+            std::ptr::read((raw.handle + offsets::LANE_SIZE) as *const u32),
+            at(offsets::BUFFER),
+            std::ptr::read((server + offsets::PORT_COUNT) as *const u32),
+            at(offsets::SERVER + offsets::INBOX),
+            at(offsets::SERVER + offsets::OUTBOX),
+            at(offsets::SERVER + offsets::HEADER),
+            at(offsets::SERVER + offsets::PACKET),
+        )
+    };
+    lane_size as usize == layout.lanes
+        && buffer == base
+        && ports as usize == layout.ports
+        && inbox == base + layout.client_word(0)
+        && outbox == base + layout.server_word(0)
+        && header == base + layout.header(0)
+        && packet == base + layout.packet(0, 0)
+}
+
+/// Whether windows can be opened onto the device's own server `raw` (mailbox at `base`); where
+/// libc's object is not laid out as expected, says so (once per process).
+pub fn libc_layout_matches(raw: ffi::Device, base: usize, layout: Layout) -> bool {
+    if laid_out_as_expected(raw, base, layout) {
+        return true;
+    }
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        log::info(format_args!(
+            "LLVM libc's RPC server is not laid out as libc 19.1.7's; host calls are served by \
+             scanning every port, which is slower with many ports"
+        ));
+    }
+    false
 }
 
 /// A libc server of one port whose view is moved onto one port of a device's mailbox.
@@ -277,33 +261,24 @@ unsafe extern "C" fn free_own_mailbox(ptr: *mut c_void, _data: *mut c_void) {
 }
 
 impl Window {
-    /// Creates the window onto `port` of `whole`, with every `(opcode, callback, data)` of
-    /// `callbacks` registered as on the device's own server.
-    pub fn open(whole: &Whole, port: usize, callbacks: &[Callback]) -> Result<Window> {
-        let lane_size = whole.layout.lanes as u32;
+    /// Creates the window onto `port` of the device's mailbox (at `base`, laid out as `layout`), with
+    /// every `(opcode, callback, data)` of `callbacks` registered as on the device's own server.
+    pub fn open(base: usize, layout: Layout, port: usize, callbacks: &[Callback]) -> Result<Window> {
+        let lane_size = layout.lanes as u32;
         let mut raw = ffi::Device::default();
         // SAFETY: `raw` is writable; the allocation callback ignores its data.
         let status = fault::call_or("rpc_server_init", ffi::STATUS_ERROR, || unsafe {
             ffi::rpc_server_init(&mut raw, 1, lane_size, alloc_own_mailbox, std::ptr::null_mut())
         });
-        if status != ffi::STATUS_SUCCESS {
-            return Err(Error::Rpc {
-                call: "rpc_server_init (a port's window)",
-                status,
-            });
-        }
+        ffi::check("rpc_server_init (a port's window)", status)?;
         let window = Window { raw };
         // SAFETY: `raw` is a live server.
         let own = unsafe { std::ptr::read((raw.handle + offsets::BUFFER) as *const usize) };
-        let anatomy = Anatomy {
-            lane_size,
-            base: own,
-            layout: Layout {
-                ports: 1,
-                lanes: whole.layout.lanes,
-            },
+        let own_layout = Layout {
+            ports: 1,
+            lanes: layout.lanes,
         };
-        if !anatomy.check(raw) {
+        if !laid_out_as_expected(raw, own, own_layout) {
             return Err(Error::Rpc {
                 call: "rpc_server_init (a port's window is not laid out as libc 19.1.7's)",
                 status: ffi::STATUS_ERROR,
@@ -312,10 +287,8 @@ impl Window {
         for &(op, callback, data) in callbacks {
             window.register(op, callback, data)?;
         }
-        let layout = whole.layout;
-        let base = whole.base;
         let server = raw.handle + offsets::SERVER;
-        // SAFETY: `check` proved these four fields are the server's mailbox pointers of this object,
+        // SAFETY: `laid_out_as_expected` proved these four fields are the server's mailbox pointers of this object,
         // which no thread uses yet; each new value is the same array of the device's mailbox,
         // advanced to `port` (inside it: `port` is below the device's port count).
         unsafe {
@@ -333,14 +306,7 @@ impl Window {
         // SAFETY: `raw` is a live server; callers have claimed the window (or not yet shared it), so no
         // thread reads libc's unlocked map meanwhile; `data` outlives the window.
         let status = unsafe { ffi::rpc_register_callback(self.raw, op, callback, data as *mut c_void) };
-        if status == ffi::STATUS_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::Rpc {
-                call: "rpc_register_callback",
-                status,
-            })
-        }
+        ffi::check("rpc_register_callback", status)
     }
 
     /// Serves the port's request, if one is waiting and no other thread serves it.

@@ -216,7 +216,7 @@ fn optional_count(
     }
 }
 
-fn count_setting(
+pub(crate) fn count_setting(
     lookup: &impl Fn(&str) -> Option<String>,
     name: &str,
     default: usize,

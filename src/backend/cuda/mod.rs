@@ -19,8 +19,8 @@ mod tests;
 
 use std::collections::HashSet;
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use self::image::{Capability, NvidiaImage};
 use self::result::Api;
@@ -67,10 +67,9 @@ struct CudaDevice {
     peers: Mutex<Vec<Option<bool>>>,
     /// Host ranges this device pinned itself (another device may have pinned a range first).
     registered: Mutex<HashSet<usize>>,
+    /// Whether kernels reach pinned memory at its host address (read when the device is prepared).
+    uses_host_pointers: AtomicBool,
 }
-
-/// `CUDA_ERROR_DEINITIALIZED`: the driver is shutting down.
-const CUDA_ERROR_DEINITIALIZED: i64 = 4;
 
 /// What releasing something came to when the driver has begun shutting down (at exit, before
 /// libomptarget tears the plugin down): the driver frees it all itself, and the stock plugin says
@@ -78,7 +77,7 @@ const CUDA_ERROR_DEINITIALIZED: i64 = 4;
 fn released(result: Result<()>) -> Result<()> {
     fn shutting_down(error: &Error) -> bool {
         match error {
-            Error::Driver { code, .. } => *code == CUDA_ERROR_DEINITIALIZED,
+            Error::Driver { code, .. } => *code == i64::from(sys::CUDA_ERROR_DEINITIALIZED),
             Error::Context { source, .. } => shutting_down(source),
             _ => false,
         }
@@ -97,8 +96,8 @@ pub struct CudaBackend {
     /// Why there are as many devices as there are, for `LIBOMPTARGET_INFO`.
     reason: String,
     /// Whether the GPUs run in confidential-computing mode (see `nvml`), where host services cannot
-    /// work.
-    confidential_computing: bool,
+    /// work: asked of NVML when an image first wants host services.
+    confidential_computing: OnceLock<bool>,
 }
 
 /// A kernel of a loaded module.
@@ -149,6 +148,7 @@ impl CudaBackend {
                 current: AtomicPtr::new(std::ptr::null_mut()),
                 peers: Mutex::new(vec![None; count]),
                 registered: Mutex::new(HashSet::new()),
+                uses_host_pointers: AtomicBool::new(false),
             });
         }
         let version = api.driver_version().unwrap_or(0);
@@ -168,14 +168,14 @@ impl CudaBackend {
             devices,
             config: config.clone(),
             reason,
-            confidential_computing: count > 0 && nvml::confidential_computing(),
+            confidential_computing: OnceLock::new(),
         })
     }
 
     /// Marks the GPUs as running in confidential-computing mode, for tests.
     #[cfg(all(test, feature = "rpc"))]
     pub(crate) fn set_confidential_computing(&mut self) {
-        self.confidential_computing = true;
+        self.confidential_computing = OnceLock::from(true);
     }
 
     /// Makes `device`'s context current on this thread and returns its handle.
@@ -212,6 +212,10 @@ impl CudaBackend {
         let device = self.devices[index].device;
         let read = |which| self.api.attribute(device, which).map(|v| v.max(0) as u32);
         let multiprocessors = read(attribute::MULTIPROCESSOR_COUNT)?;
+        let host_pointers = read(attribute::CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM)? != 0;
+        self.devices[index]
+            .uses_host_pointers
+            .store(host_pointers, Ordering::Release);
         Ok(DeviceLimits {
             lane_size: read(attribute::WARP_SIZE)?,
             max_threads: read(attribute::MAX_BLOCK_DIM_X)?,
@@ -532,11 +536,13 @@ impl Backend for CudaBackend {
     }
 
     fn host_services_unavailable(&self, _device: usize) -> Option<String> {
-        self.confidential_computing.then(|| {
-            "the GPUs run in confidential-computing mode (NVML says so), where kernels cannot read the \
+        self.confidential_computing
+            .get_or_init(nvml::confidential_computing)
+            .then(|| {
+                "the GPUs run in confidential-computing mode (NVML says so), where kernels cannot read the \
              host memory that host services use"
-                .to_string()
-        })
+                    .to_string()
+            })
     }
 
     fn lock_host_memory(&self, device: usize, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
@@ -547,12 +553,7 @@ impl Backend for CudaBackend {
         }
         // The device reaches pinned memory at its host address when it says it can; otherwise at the
         // address the driver gives, as the stock plugin hands it over.
-        let cuda = &self.devices[device];
-        if self
-            .api
-            .attribute(cuda.device, attribute::CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM)?
-            != 0
-        {
+        if self.devices[device].uses_host_pointers.load(Ordering::Acquire) {
             return Ok(ptr);
         }
         Ok(self.api.host_device_pointer(ptr)? as usize as *mut c_void)

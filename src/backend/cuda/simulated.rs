@@ -144,10 +144,6 @@ pub fn live() -> (usize, usize, usize, usize, usize) {
     })
 }
 
-/// `CUDA_ERROR_UNKNOWN`.
-#[cfg(feature = "rpc")]
-const CUDA_ERROR_UNKNOWN: CuResult = 999;
-
 /// The driver's allocation and free calls, which must not be made while a kernel that may call the
 /// host is in flight.
 #[cfg(feature = "rpc")]
@@ -170,7 +166,7 @@ fn enter(w: &mut World, call: &'static str) -> Result<(), CuResult> {
         w.violations.push(format!(
             "{call} while serving a host call of a running kernel: would deadlock on a real GPU"
         ));
-        return Err(CUDA_ERROR_UNKNOWN);
+        return Err(sys::CUDA_ERROR_UNKNOWN);
     }
     match w.fail {
         Some((armed, code)) if armed == call => {

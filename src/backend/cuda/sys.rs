@@ -23,6 +23,8 @@ pub const CUDA_SUCCESS: CuResult = 0;
 pub const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 pub const CUDA_ERROR_OUT_OF_MEMORY: CuResult = 2;
+/// `CUDA_ERROR_DEINITIALIZED`: the driver is shutting down.
+pub const CUDA_ERROR_DEINITIALIZED: CuResult = 4;
 /// `CUDA_ERROR_NO_DEVICE`: the driver works and there is no GPU.
 pub const CUDA_ERROR_NO_DEVICE: CuResult = 100;
 /// `CUDA_ERROR_INVALID_IMAGE`.
@@ -37,6 +39,8 @@ pub const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CuResult = 704;
 pub const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CuResult = 712;
 /// `CUDA_ERROR_TOO_MANY_PEERS`.
 pub const CUDA_ERROR_TOO_MANY_PEERS: CuResult = 711;
+/// `CUDA_ERROR_UNKNOWN`.
+pub const CUDA_ERROR_UNKNOWN: CuResult = 999;
 
 /// `CUdevice_attribute` values the plugin reads.
 pub mod attribute {
