@@ -338,15 +338,35 @@ mod tests {
         start_thread(service).unwrap();
     }
 
-    /// Sleeps, then echoes; says when it woke.
-    struct Sleepy(std::sync::Arc<AtomicBool>);
+    /// Holds every call until the test opens its gate, then echoes; counts the calls it finished.
+    struct Gated {
+        open: std::sync::Mutex<bool>,
+        opened: std::sync::Condvar,
+        finished: AtomicUsize,
+    }
 
-    impl registry::UserHandler for Sleepy {
+    impl Gated {
+        fn new() -> std::sync::Arc<Self> {
+            std::sync::Arc::new(Gated {
+                open: std::sync::Mutex::new(false),
+                opened: std::sync::Condvar::new(),
+                finished: AtomicUsize::new(0),
+            })
+        }
+
+        fn open(&self) {
+            *self.open.lock().unwrap() = true;
+            self.opened.notify_all();
+        }
+    }
+
+    impl registry::UserHandler for std::sync::Arc<Gated> {
         fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
-            std::thread::sleep(Duration::from_secs(2));
-            self.0.store(true, Ordering::SeqCst);
+            let guard = self.open.lock().unwrap();
+            drop(self.opened.wait_while(guard, |open| !*open).unwrap());
+            self.finished.fetch_add(1, Ordering::SeqCst);
             port.send(&packets).unwrap();
         }
     }
@@ -371,10 +391,10 @@ mod tests {
         use crate::rpc::server::RpcServer;
         use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
         use std::sync::Arc;
-        const SLEEPY: u16 = 0xA5A0;
+        const HELD: u16 = 0xA5A0;
         const ECHO: u16 = 0xA5A1;
-        let woke = Arc::new(AtomicBool::new(false));
-        registry::register_handler(SLEEPY, Box::new(Sleepy(Arc::clone(&woke)))).unwrap();
+        let held = Gated::new();
+        registry::register_handler(HELD, Box::new(Arc::clone(&held))).unwrap();
         registry::register_handler(ECHO, Box::new(Echo)).unwrap();
         let servers: Vec<Arc<RpcServer>> = (70..72)
             .map(|device| RpcServer::new(device, 8, 1, Arc::new(CountingMemory::default())).unwrap())
@@ -385,38 +405,40 @@ mod tests {
         kernel_started().unwrap();
         let devices: Vec<SimulatedDevice> = servers.iter().map(|s| SimulatedDevice::new(Arc::clone(s))).collect();
         std::thread::scope(|scope| {
-            let sleeper = scope.spawn(|| SimulatedWarp::new(&devices[0], 0).call(SLEEPY, 1, &[[7; 8]]));
+            // A handler that does not return (it sleeps, reads stdin, waits on a lock) until
+            // the other calls are done: they must not wait for it.
+            let slow_call = scope.spawn(|| SimulatedWarp::new(&devices[0], 0).call(HELD, 1, &[[7; 8]]));
             // Let the slow call reach its handler first.
             std::thread::sleep(Duration::from_millis(50));
-            let callers: Vec<_> = [(0usize, 4usize), (1, 0), (1, 5)]
-                .into_iter()
-                .map(|(device, port)| {
-                    let devices = &devices;
-                    let woke = &woke;
-                    scope.spawn(move || {
-                        let warp = SimulatedWarp::new(&devices[device], port);
-                        let start = std::time::Instant::now();
-                        let mut slowest = Duration::ZERO;
-                        for i in 0..3_400u64 {
-                            let t = std::time::Instant::now();
-                            assert_eq!(warp.call(ECHO, 1, &[[i; 8]])[0][0], i + 1);
-                            slowest = slowest.max(t.elapsed());
-                        }
-                        eprintln!(
-                            "DEBUG device {device} port {port}: {:?} in all, slowest call {slowest:?}",
-                            start.elapsed()
-                        );
-                        woke.load(Ordering::SeqCst)
-                    })
-                })
-                .collect();
-            for caller in callers {
-                assert!(
-                    !caller.join().unwrap(),
-                    "10,200 calls on other ports and devices finished only after the slow call"
-                );
+            let (done, finished) = std::sync::mpsc::channel();
+            for (device, port) in [(0usize, 4usize), (1, 0), (1, 5)] {
+                let devices = &devices;
+                let done = done.clone();
+                scope.spawn(move || {
+                    let warp = SimulatedWarp::new(&devices[device], port);
+                    for i in 0..3_400u64 {
+                        assert_eq!(warp.call(ECHO, 1, &[[i; 8]])[0][0], i + 1);
+                    }
+                    done.send(()).unwrap();
+                });
             }
-            assert_eq!(sleeper.join().unwrap()[0][0], 7, "the slow call got its reply");
+            // A generous bound, so that a failing build ends instead of hanging; a passing one
+            // finishes the 10,200 calls in well under a second.
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            let callers_done = (0..3)
+                .take_while(|_| {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    finished.recv_timeout(left).is_ok()
+                })
+                .count();
+            let slow_call_finished = held.finished.load(Ordering::SeqCst);
+            held.open();
+            assert_eq!(
+                (callers_done, slow_call_finished),
+                (3, 0),
+                "10,200 calls on other ports and devices did not all finish while the slow call was held"
+            );
+            assert_eq!(slow_call.join().unwrap()[0][0], 7, "the slow call got its reply");
         });
         kernels_finished(1);
         drop(devices);
@@ -426,29 +448,16 @@ mod tests {
         }
     }
 
-    /// Sleeps 60 ms, then echoes; counts the calls it finished.
-    struct Slowly(std::sync::Arc<AtomicUsize>);
-
-    impl registry::UserHandler for Slowly {
-        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
-            let mut packets = port.lane_packets();
-            port.recv(&mut packets).unwrap();
-            std::thread::sleep(Duration::from_millis(60));
-            self.0.fetch_add(1, Ordering::SeqCst);
-            port.send(&packets).unwrap();
-        }
-    }
-
     #[test]
     fn many_calls_of_one_slow_opcode_tie_up_no_serving_threads() {
         use crate::rpc::server::tests::CountingMemory;
         use crate::rpc::server::RpcServer;
         use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
         use std::sync::Arc;
-        const SLOWLY: u16 = 0xA5B0;
+        const GATED: u16 = 0xA5B0;
         const ECHO: u16 = 0xA5B1;
-        let finished = Arc::new(AtomicUsize::new(0));
-        registry::register_handler(SLOWLY, Box::new(Slowly(Arc::clone(&finished)))).unwrap();
+        let gated = Gated::new();
+        registry::register_handler(GATED, Box::new(Arc::clone(&gated))).unwrap();
         registry::register_handler(ECHO, Box::new(Echo)).unwrap();
         let slow = RpcServer::new(72, 32, 1, Arc::new(CountingMemory::default())).unwrap();
         let quick = RpcServer::new(73, 4, 1, Arc::new(CountingMemory::default())).unwrap();
@@ -463,27 +472,35 @@ mod tests {
         // 30 waiting host threads must not starve the serving threads of a 2-core machine.
         slow_device.nap_while_waiting();
         std::thread::scope(|scope| {
-            // 30 warps call the slow opcode at once (their calls are served one at a time, 1.8 s):
-            // more calls than serving threads may exist.
+            // 30 warps call the held opcode at once: more calls than serving threads may exist.
+            // Had each serving thread blocked on the handler's lock, all 16 would be held and
+            // the other device's calls would wait for the gate.
             for port in 0..30 {
                 let device = &slow_device;
-                scope.spawn(move || SimulatedWarp::new(device, port).call(SLOWLY, 1, &[[1; 8]]));
+                scope.spawn(move || SimulatedWarp::new(device, port).call(GATED, 1, &[[1; 8]]));
             }
             std::thread::sleep(Duration::from_millis(50));
-            let warp = SimulatedWarp::new(&quick_device, 0);
-            for i in 0..500u64 {
-                assert_eq!(warp.call(ECHO, 1, &[[i; 8]])[0][0], i + 1);
-            }
-            // Served one at a time, the slow calls end 60 ms apart. Had each serving thread blocked
-            // on the handler's lock, all 16 would be tied up and these calls would wait until at
-            // most 16 slow ones were left: for 14 of them.
-            let done = finished.load(Ordering::SeqCst);
+            let (done, finished) = std::sync::mpsc::channel();
+            let quick_device = &quick_device;
+            scope.spawn(move || {
+                let warp = SimulatedWarp::new(quick_device, 0);
+                for i in 0..500u64 {
+                    assert_eq!(warp.call(ECHO, 1, &[[i; 8]])[0][0], i + 1);
+                }
+                done.send(()).unwrap();
+            });
+            // A generous bound, so that a failing build ends instead of hanging; a passing one
+            // finishes the 500 calls in milliseconds.
+            let waited = finished.recv_timeout(Duration::from_secs(60));
+            let finished_before_the_gate = gated.finished.load(Ordering::SeqCst);
+            gated.open();
             assert!(
-                done < 8,
-                "another device's 500 calls waited for {done} of the slow opcode's 30 calls"
+                waited.is_ok(),
+                "another device's 500 calls did not finish while 30 calls of one opcode were held"
             );
+            assert_eq!(finished_before_the_gate, 0);
         });
-        assert_eq!(finished.load(Ordering::SeqCst), 30);
+        assert_eq!(gated.finished.load(Ordering::SeqCst), 30);
         assert!(
             serving_threads() <= MAX_THREADS + 1,
             "{} serving threads",
