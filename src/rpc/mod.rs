@@ -24,7 +24,7 @@ pub mod registry;
 pub mod server;
 #[cfg(feature = "rpc")]
 pub mod service;
-#[cfg(feature = "rpc")]
+#[cfg(all(feature = "rpc", any(test, feature = "test-doubles")))]
 pub mod simulated;
 #[cfg(feature = "rpc")]
 pub mod stats;
