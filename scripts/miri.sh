@@ -22,5 +22,5 @@ if ! cargo "+$toolchain" miri --version >/dev/null 2>&1; then
 fi
 cargo "+$toolchain" miri setup
 MIRIFLAGS="${MIRIFLAGS:--Zmiri-ignore-leaks}" cargo "+$toolchain" miri test --lib --no-default-features -- \
-  abi:: plugin:: util:: rpc::mailbox backend::cuda::image backend::host::elf_check backend::host::queue \
+  abi:: plugin:: util:: rpc::mailbox backend::cuda::cubin backend::host::elf_check backend::host::queue \
   --skip util::foreign_memory

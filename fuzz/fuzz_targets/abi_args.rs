@@ -29,7 +29,7 @@ use libfuzzer_sys::fuzz_target;
 use omprpc::abi::exports::{
     __tgt_rtl_init_device, __tgt_rtl_is_valid_binary, __tgt_rtl_is_valid_binary_info, __tgt_rtl_launch_kernel,
 };
-use omprpc::abi::images::{image_range, library_image_ranges, read_entries, read_image_descriptor};
+use omprpc::abi::image_descriptors::{image_range, library_image_ranges, read_entries, read_image_descriptor};
 use omprpc::util::foreign_memory::{read_bytes, read_c_string};
 use omprpc::abi::types::{BinDesc, DeviceImage, ImageInfo, KernelArgs, OffloadEntry, OFFLOAD_FAIL};
 use omprpc::backend::host::elf_check::check_x86_64_shared_object;

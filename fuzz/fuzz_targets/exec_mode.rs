@@ -1,4 +1,4 @@
-//! `plugin::image`: a kernel's execution mode read from the `<kernel>_exec_mode` byte of an untrusted
+//! `plugin::image_loading`: a kernel's execution mode read from the `<kernel>_exec_mode` byte of an untrusted
 //! ELF image, as `load_binary` reads it for every kernel, and the size check of device globals.
 #![no_main]
 
@@ -11,7 +11,7 @@ use std::ffi::CString;
 
 use libfuzzer_sys::fuzz_target;
 use omprpc::backend::ExecMode;
-use omprpc::plugin::image::{check_global_size, exec_mode};
+use omprpc::plugin::image_loading::{check_global_size, exec_mode};
 use omprpc::util::elf;
 
 const SUFFIX: &[u8] = b"_exec_mode";

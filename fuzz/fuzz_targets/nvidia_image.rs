@@ -1,4 +1,4 @@
-//! `backend::cuda::image`: cubin and PTX detection from an image's first bytes, the capability in a
+//! `backend::cuda::cubin`: cubin and PTX detection from an image's first bytes, the capability in a
 //! cubin's `e_flags`, `sm_XY` architecture strings, and the rule that decides which devices run an
 //! image (what `CudaBackend::is_compatible_image` does, minus the driver).
 #![no_main]
@@ -9,7 +9,7 @@ mod leak_check;
 static ALLOCATOR: leak_check::Counting = leak_check::Counting;
 
 use libfuzzer_sys::fuzz_target;
-use omprpc::backend::cuda::image::{cubin_capability, Capability, NvidiaImage, EM_CUDA};
+use omprpc::backend::cuda::cubin::{cubin_capability, Capability, NvidiaImage, EM_CUDA};
 use omprpc::backend::IMAGE_HEADER_BYTES;
 use omprpc::util::elf;
 

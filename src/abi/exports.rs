@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use super::types::{AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, TargetTable, OFFLOAD_SUCCESS};
-use super::{device_numbers, guard, images, interop, non_null, size_arg};
+use super::{device_numbers, guard, image_descriptors, interop, non_null, size_arg};
 use crate::backend::{AllocKind, IMAGE_HEADER_BYTES};
 use crate::plugin::{LaunchRequest, PluginApi};
 use crate::util::error::{Error, Result};
@@ -48,8 +48,8 @@ unsafe fn queue_field<'a>(info: *mut AsyncInfo) -> Option<&'a mut *mut c_void> {
 /// # Safety
 /// `info` is null or points to a `__tgt_image_info`.
 unsafe fn is_valid_image(image: *mut DeviceImage, info: *mut ImageInfo) -> Result<i32> {
-    let desc = images::read_image_descriptor(image)?;
-    let (start, len) = images::image_range(&desc)?;
+    let desc = image_descriptors::read_image_descriptor(image)?;
+    let (start, len) = image_descriptors::image_range(&desc)?;
     let header = read_bytes("the image", start, len.min(IMAGE_HEADER_BYTES))?;
     let arch = if info.is_null() {
         None
@@ -96,7 +96,7 @@ pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
 pub extern "C" fn __tgt_rtl_deinit_plugin() -> i32 {
     guard("deinit_plugin", || {
         if api()?.deinit()? {
-            images::forget_all_tables();
+            image_descriptors::forget_all_tables();
         }
         Ok(OFFLOAD_SUCCESS)
     })
@@ -166,13 +166,19 @@ pub extern "C" fn __tgt_rtl_deinit_device(id: i32) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_load_binary(id: i32, image: *mut DeviceImage) -> *mut TargetTable {
     guard("load_binary", || {
-        let desc = images::read_image_descriptor(image)?;
-        let (start, len) = images::image_range(&desc)?;
-        let (raw_entries, entries) = images::read_entries(&desc)?;
+        let desc = image_descriptors::read_image_descriptor(image)?;
+        let (start, len) = image_descriptors::image_range(&desc)?;
+        let (raw_entries, entries) = image_descriptors::read_entries(&desc)?;
         let bytes = read_bytes("the image", start, len)?;
         let loaded = api()?.load_image(id, start, &bytes, &entries)?;
         let names = entries.into_iter().map(|e| e.name).collect();
-        Ok(images::table_for(id, start, &raw_entries, names, &loaded.addresses))
+        Ok(image_descriptors::table_for(
+            id,
+            start,
+            &raw_entries,
+            names,
+            &loaded.addresses,
+        ))
     })
 }
 
@@ -615,9 +621,9 @@ pub unsafe extern "C" fn __tgt_rtl_register_lib(desc: *mut BinDesc) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_unregister_lib(desc: *mut BinDesc) -> i32 {
     guard("unregister_lib", || {
-        let ranges = images::library_image_ranges(desc)?;
+        let ranges = image_descriptors::library_image_ranges(desc)?;
         let unloaded = api()?.unregister_library(&ranges)?;
-        images::forget_tables(&unloaded);
+        image_descriptors::forget_tables(&unloaded);
         Ok(OFFLOAD_SUCCESS)
     })
 }

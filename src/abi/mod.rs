@@ -6,7 +6,7 @@ pub mod api;
 pub mod device_numbers;
 pub mod exports;
 pub mod handlers;
-pub mod images;
+pub mod image_descriptors;
 pub mod interop;
 pub mod types;
 

@@ -9,6 +9,7 @@
 
 pub mod amdgpu;
 pub mod cuda;
+pub mod gpu;
 pub mod host;
 
 use std::ffi::{c_void, CStr};

@@ -6,9 +6,9 @@
 //! [`Core`] is generic over the [`Backend`](crate::backend::Backend); the ABI layer reaches it through
 //! the object-safe [`PluginApi`], so that one shared object can drive any backend, chosen at run time.
 
-pub mod core;
 pub mod device;
-pub mod image;
+pub mod generic;
+pub mod image_loading;
 pub mod launch;
 pub mod memory_manager;
 pub mod pinned;
@@ -24,7 +24,7 @@ use crate::util::config::{BackendKind, Config};
 use crate::util::error::{Error, Result};
 use crate::util::log;
 
-pub use self::core::Core;
+pub use self::generic::Core;
 pub use launch::LaunchRequest;
 
 /// `__tgt_async_info::Queue` as the core sees it: the field, which holds a queue handle or NULL.

@@ -114,7 +114,7 @@ pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Resu
 /// holds, for the message when its size differs), `None` when it does not define it.
 #[cfg(feature = "rpc")]
 fn optional_global<B: Backend, const N: usize>(
-    core: &super::core::Core<B>,
+    core: &super::generic::Core<B>,
     device: &Device<B>,
     module: &B::Module,
     name: &std::ffi::CStr,
@@ -144,7 +144,7 @@ fn optional_global<B: Backend, const N: usize>(
 /// services.
 #[cfg(feature = "rpc")]
 fn client_object<B: Backend>(
-    core: &super::core::Core<B>,
+    core: &super::generic::Core<B>,
     device: &Device<B>,
     module: &B::Module,
     elf_image: Option<&elf::Image>,
@@ -178,7 +178,11 @@ fn client_object<B: Backend>(
 
 /// The lane count the image's code was built for, when it says ([`LANES_SYMBOL`]).
 #[cfg(feature = "rpc")]
-fn image_lanes<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, module: &B::Module) -> Result<Option<u32>> {
+fn image_lanes<B: Backend>(
+    core: &super::generic::Core<B>,
+    device: &Device<B>,
+    module: &B::Module,
+) -> Result<Option<u32>> {
     let lanes = optional_global::<B, 4>(core, device, module, LANES_SYMBOL, "a lane count")?;
     Ok(lanes.map(u32::from_le_bytes))
 }
@@ -190,7 +194,7 @@ fn image_lanes<B: Backend>(core: &super::core::Core<B>, device: &Device<B>, modu
 /// as with no server, instead of corrupting the mailbox.
 #[cfg(feature = "rpc")]
 pub fn attach<B: Backend>(
-    core: &super::core::Core<B>,
+    core: &super::generic::Core<B>,
     device: &Device<B>,
     module: &B::Module,
     elf_image: Option<&elf::Image>,
@@ -265,7 +269,7 @@ pub fn attach<B: Backend>(
 /// GPU's memory (0.3% of an 80 GB one), reserved once per device.
 #[cfg(feature = "rpc")]
 fn device_heap<B: Backend>(
-    core: &super::core::Core<B>,
+    core: &super::generic::Core<B>,
     device: &Device<B>,
     memory: &std::sync::Arc<dyn crate::rpc::DeviceMemory>,
     limits: &crate::backend::DeviceLimits,
@@ -334,7 +338,7 @@ pub fn before_host_calling_launch<B: Backend>(_device: &Device<B>) -> Result<()>
 /// Without host services, an image that asks for them is loaded without a server, and says so.
 #[cfg(not(feature = "rpc"))]
 pub fn attach<B: Backend>(
-    core: &super::core::Core<B>,
+    core: &super::generic::Core<B>,
     device: &Device<B>,
     module: &B::Module,
     _elf_image: Option<&elf::Image>,

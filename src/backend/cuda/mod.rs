@@ -2,12 +2,12 @@
 //! `OMPRPC_CUDA_LIBRARY`), so that the plugin loads and reports zero devices on a machine without it.
 //!
 //! Layers: [`sys`] (the driver's types and entry points), [`result`] (checked calls), [`safe`] (owned
-//! contexts, modules, streams and events); [`image`] decides which cubins a device runs. The backend
+//! contexts, modules, streams and events); [`cubin`] decides which cubins a device runs. The backend
 //! below maps the core's hooks onto them one to one, the way LLVM 16's stock CUDA plugin does: one
 //! retained primary context per device, made current on the calling thread before each call;
 //! non-blocking streams; kernels launched on a 1-D grid.
 
-pub mod image;
+pub mod cubin;
 mod nvml;
 pub mod result;
 pub mod safe;
@@ -17,16 +17,20 @@ pub mod sys;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashSet;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use self::image::{Capability, NvidiaImage};
+use self::cubin::{Capability, NvidiaImage};
 use self::result::Api;
-use self::safe::{Handle, Module, PrimaryContext};
+use self::safe::{Event, Module, PrimaryContext, Stream};
 use self::sys::{attribute, CuDevice, CuDevicePtr, Driver};
-use super::{AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice};
+use super::gpu::library::OpenError;
+use super::gpu::peers::PeerAccess;
+use super::gpu::pinned::PinnedByDevice;
+use super::{
+    gpu, AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice,
+};
 use crate::util::config::{BackendKind, Config};
 use crate::util::error::{Context, Error, Result};
 use crate::util::log;
@@ -45,14 +49,6 @@ pub const DEFAULT_THREADS: u32 = 128;
 /// Cap on blocks derived from a trip count (LLVM 16's `GV_Default_Num_Teams` for NVPTX).
 pub const DEFAULT_TEAMS: u32 = 3200;
 
-/// RPC ports when `OMPRPC_RPC_PORTS` does not say: eight per multiprocessor (a warp waiting on a
-/// port in each of a quarter of an SM's schedulers' slots), within 64 to 1024. The warp benchmark
-/// (README) shows a call's cost flat up to 1024 ports and four times higher for a single lane at
-/// 4096, because libc's server scans every port on every pass.
-pub fn default_rpc_ports(multiprocessors: u32) -> u32 {
-    multiprocessors.saturating_mul(8).clamp(64, 1024)
-}
-
 /// One CUDA device as the backend keeps it.
 struct CudaDevice {
     /// The driver's device.
@@ -63,10 +59,10 @@ struct CudaDevice {
     context: Mutex<Option<PrimaryContext>>,
     /// The context's handle (NULL when not initialised), read on every call without a lock.
     current: AtomicPtr<c_void>,
-    /// Peer access towards each other device: `None` until first asked.
-    peers: Mutex<Vec<Option<bool>>>,
-    /// Host ranges this device pinned itself (another device may have pinned a range first).
-    registered: Mutex<HashSet<usize>>,
+    /// Peer access towards each other device.
+    peers: PeerAccess,
+    /// Host ranges this device pinned itself.
+    pinned: PinnedByDevice,
     /// Whether kernels reach pinned memory at its host address (read when the device is prepared).
     uses_host_pointers: AtomicBool,
 }
@@ -117,11 +113,11 @@ impl CudaBackend {
             None => DRIVER_NAMES.to_vec(),
         };
         let driver = Driver::open(&names).map_err(|e| match e {
-            sys::OpenError::Library(why) => Error::Unsupported(format!(
+            OpenError::Library(why) => Error::Unsupported(format!(
                 "no CUDA driver: cannot load {} ({why}); reporting 0 devices",
                 names.join(" or ")
             )),
-            sys::OpenError::Symbol { library, symbol } => Error::Unsupported(format!(
+            OpenError::Symbol { library, symbol } => Error::Unsupported(format!(
                 "the CUDA driver {library} lacks {symbol} (too old?); reporting 0 devices"
             )),
         })?;
@@ -146,8 +142,8 @@ impl CudaBackend {
                 capability,
                 context: Mutex::new(None),
                 current: AtomicPtr::new(std::ptr::null_mut()),
-                peers: Mutex::new(vec![None; count]),
-                registered: Mutex::new(HashSet::new()),
+                peers: PeerAccess::new(count),
+                pinned: PinnedByDevice::default(),
                 uses_host_pointers: AtomicBool::new(false),
             });
         }
@@ -226,7 +222,7 @@ impl CudaBackend {
             memory_bytes: self.api.total_memory(device)? as u64,
             default_exec_mode: ExecMode::Spmd,
             max_kernel_args: MAX_KERNEL_ARGS,
-            rpc_ports: default_rpc_ports(multiprocessors),
+            rpc_ports: gpu::default_rpc_ports(multiprocessors),
             recycle_allocations: true,
             reads_host_memory: read(attribute::PAGEABLE_MEMORY_ACCESS)? != 0,
         })
@@ -234,19 +230,15 @@ impl CudaBackend {
 
     /// Whether `src` reaches `dst`'s memory directly, asking the driver (and enabling it) once.
     fn peer_access(&self, src: usize, dst: usize) -> Result<bool> {
-        let mut peers = lock(&self.devices[src].peers);
-        if let Some(known) = peers[dst] {
-            return Ok(known);
-        }
         let (from, to) = (&self.devices[src], &self.devices[dst]);
-        let mut usable = self.api.can_access_peer(from.device, to.device)?;
-        if usable {
+        from.peers.get_or_decide(dst, || {
+            if !self.api.can_access_peer(from.device, to.device)? {
+                return Ok(false);
+            }
             let peer = to.current.load(Ordering::Acquire);
             // SAFETY: a non-null `current` is a retained primary context.
-            usable = !peer.is_null() && unsafe { self.api.enable_peer_access(peer) }?;
-        }
-        peers[dst] = Some(usable);
-        Ok(usable)
+            Ok(!peer.is_null() && unsafe { self.api.enable_peer_access(peer) }?)
+        })
     }
 }
 
@@ -268,8 +260,8 @@ fn device_ptr(ptr: *const c_void) -> CuDevicePtr {
 impl Backend for CudaBackend {
     type Module = CudaModule;
     type Kernel = CudaKernel;
-    type Queue = Handle;
-    type Event = Handle;
+    type Queue = Stream;
+    type Event = Event;
 
     fn kind(&self) -> BackendKind {
         BackendKind::Cuda
@@ -316,8 +308,8 @@ impl Backend for CudaBackend {
     fn deinit_device(&self, device: usize) -> Result<()> {
         let cuda = &self.devices[device];
         cuda.current.store(std::ptr::null_mut(), Ordering::Release);
-        lock(&cuda.peers).iter_mut().for_each(|p| *p = None);
-        lock(&cuda.registered).clear();
+        cuda.peers.forget();
+        cuda.pinned.clear();
         released(match lock(&cuda.context).take() {
             Some(context) => context.release(),
             None => Ok(()),
@@ -392,7 +384,7 @@ impl Backend for CudaBackend {
         dst: *mut c_void,
         src: *const c_void,
         size: usize,
-        queue: &Handle,
+        queue: &Stream,
     ) -> Result<()> {
         self.enter(device)?;
         // SAFETY: forwarded from this function's contract.
@@ -405,7 +397,7 @@ impl Backend for CudaBackend {
         dst: *mut c_void,
         src: *const c_void,
         size: usize,
-        queue: &Handle,
+        queue: &Stream,
     ) -> Result<()> {
         self.enter(device)?;
         // SAFETY: forwarded from this function's contract.
@@ -425,7 +417,7 @@ impl Backend for CudaBackend {
         dst_device: usize,
         dst: *mut c_void,
         size: usize,
-        queue: &Handle,
+        queue: &Stream,
     ) -> Result<()> {
         let src_context = self.enter(src_device)?;
         if src_device != dst_device && self.peer_access(src_device, dst_device)? {
@@ -456,7 +448,7 @@ impl Backend for CudaBackend {
         args: &[*mut c_void],
         geometry: LaunchGeometry,
         _asynchronous: bool,
-        queue: &Handle,
+        queue: &Stream,
     ) -> Result<()> {
         self.enter(device)?;
         // The driver takes a pointer to each argument's value; the values are `args` themselves.
@@ -479,57 +471,57 @@ impl Backend for CudaBackend {
         }
     }
 
-    fn create_queue(&self, device: usize) -> Result<Handle> {
+    fn create_queue(&self, device: usize) -> Result<Stream> {
         self.enter(device)?;
-        Handle::stream(self.api)
+        Stream::create(self.api)
     }
 
-    fn destroy_queue(&self, device: usize, queue: &Handle) -> Result<()> {
+    fn destroy_queue(&self, device: usize, queue: &Stream) -> Result<()> {
         released(self.enter(device).and_then(|_| queue.destroy()))
     }
 
-    fn queue_handle(&self, queue: &Handle) -> *mut c_void {
+    fn queue_handle(&self, queue: &Stream) -> *mut c_void {
         queue.raw()
     }
 
-    fn synchronize(&self, device: usize, queue: &Handle) -> Result<()> {
+    fn synchronize(&self, device: usize, queue: &Stream) -> Result<()> {
         self.enter(device)?;
         // SAFETY: the core hands over only live queues of its pool (stale handles are refused there).
         unsafe { self.api.synchronize_stream(queue.raw()) }
     }
 
-    fn is_idle(&self, device: usize, queue: &Handle) -> Result<bool> {
+    fn is_idle(&self, device: usize, queue: &Stream) -> Result<bool> {
         self.enter(device)?;
         // SAFETY: as in `synchronize`.
         unsafe { self.api.stream_is_idle(queue.raw()) }
     }
 
-    fn create_event(&self, device: usize) -> Result<Handle> {
+    fn create_event(&self, device: usize) -> Result<Event> {
         self.enter(device)?;
-        Handle::event(self.api)
+        Event::create(self.api)
     }
 
-    fn destroy_event(&self, device: usize, event: &Handle) -> Result<()> {
+    fn destroy_event(&self, device: usize, event: &Event) -> Result<()> {
         released(self.enter(device).and_then(|_| event.destroy()))
     }
 
-    fn event_handle(&self, event: &Handle) -> *mut c_void {
+    fn event_handle(&self, event: &Event) -> *mut c_void {
         event.raw()
     }
 
-    fn record_event(&self, device: usize, event: &Handle, queue: &Handle) -> Result<()> {
+    fn record_event(&self, device: usize, event: &Event, queue: &Stream) -> Result<()> {
         self.enter(device)?;
         // SAFETY: the core hands over only live events and queues of its pools.
         unsafe { self.api.record_event(event.raw(), queue.raw()) }
     }
 
-    fn wait_event(&self, device: usize, event: &Handle, queue: &Handle) -> Result<()> {
+    fn wait_event(&self, device: usize, event: &Event, queue: &Stream) -> Result<()> {
         self.enter(device)?;
         // SAFETY: as in `record_event`.
         unsafe { self.api.stream_wait_event(queue.raw(), event.raw()) }
     }
 
-    fn sync_event(&self, device: usize, event: &Handle) -> Result<()> {
+    fn sync_event(&self, device: usize, event: &Event) -> Result<()> {
         self.enter(device)?;
         // SAFETY: as in `record_event`.
         unsafe { self.api.synchronize_event(event.raw()) }
@@ -549,7 +541,7 @@ impl Backend for CudaBackend {
         self.enter(device)?;
         // The core calls this once per range, which libomptarget keeps mapped until it unlocks it.
         if self.api.register_host(ptr, size)? {
-            lock(&self.devices[device].registered).insert(ptr as usize);
+            self.devices[device].pinned.insert(ptr as usize);
         }
         // The device reaches pinned memory at its host address when it says it can; otherwise at the
         // address the driver gives, as the stock plugin hands it over.
@@ -561,7 +553,7 @@ impl Backend for CudaBackend {
 
     fn unlock_host_memory(&self, device: usize, ptr: *mut c_void) -> Result<()> {
         self.enter(device)?;
-        if lock(&self.devices[device].registered).remove(&(ptr as usize)) {
+        if self.devices[device].pinned.take(ptr as usize) {
             released(self.api.unregister_host(ptr))?;
         }
         Ok(())

@@ -1,11 +1,9 @@
 //! Owned driver objects: each releases its handle exactly once, either explicitly (where the caller
 //! wants the error) or, failing that, when dropped.
 
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, Ordering};
-
 use super::result::Api;
 use super::sys::{CuDevice, CuHandle};
+use crate::backend::gpu::owned::OwnedHandle;
 use crate::util::error::Result;
 
 /// A retained primary context of one device.
@@ -93,53 +91,54 @@ impl Drop for Module {
     }
 }
 
-/// A stream or an event: kept in the core's pools, which destroy it explicitly at teardown. The handle
-/// is taken out on destruction, so it is destroyed once whichever way comes first.
-pub struct Handle {
-    api: Api,
-    handle: AtomicPtr<c_void>,
-    /// Destroys the handle; called once, with a live handle of the right kind.
-    destroy: unsafe fn(&Api, CuHandle) -> Result<()>,
-}
+/// A non-blocking stream, kept in the core's queue pool, which destroys it explicitly at teardown.
+pub struct Stream(OwnedHandle);
 
-impl Handle {
+impl Stream {
     /// A new stream in the current context.
-    pub fn stream(api: Api) -> Result<Handle> {
-        Ok(Handle {
-            api,
-            handle: AtomicPtr::new(api.create_stream()?),
-            destroy: Api::destroy_stream,
-        })
-    }
-
-    /// A new event in the current context.
-    pub fn event(api: Api) -> Result<Handle> {
-        Ok(Handle {
-            api,
-            handle: AtomicPtr::new(api.create_event()?),
-            destroy: Api::destroy_event,
-        })
+    pub fn create(api: Api) -> Result<Stream> {
+        let stream = api.create_stream()?;
+        Ok(Stream(OwnedHandle::new(
+            stream as u64,
+            // SAFETY: `OwnedHandle` passes back the live stream created above, once.
+            Box::new(move |bits| unsafe { api.destroy_stream(bits as CuHandle) }),
+        )))
     }
 
     /// The driver's handle (NULL once destroyed).
     #[inline]
     pub fn raw(&self) -> CuHandle {
-        self.handle.load(Ordering::Acquire)
+        self.0.bits() as CuHandle
     }
 
-    /// Destroys the stream or event now, reporting the driver's answer; later calls do nothing.
+    /// Destroys the stream now, reporting the driver's answer; later calls do nothing.
     pub fn destroy(&self) -> Result<()> {
-        let handle = self.handle.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        if handle.is_null() {
-            return Ok(());
-        }
-        // SAFETY: the swap above hands the live handle to one caller only; `destroy` matches its kind.
-        unsafe { (self.destroy)(&self.api, handle) }
+        self.0.release()
     }
 }
 
-impl Drop for Handle {
-    fn drop(&mut self) {
-        let _ = self.destroy();
+/// An event, kept in the core's event pool, which destroys it explicitly at teardown.
+pub struct Event(OwnedHandle);
+
+impl Event {
+    /// A new event in the current context.
+    pub fn create(api: Api) -> Result<Event> {
+        let event = api.create_event()?;
+        Ok(Event(OwnedHandle::new(
+            event as u64,
+            // SAFETY: `OwnedHandle` passes back the live event created above, once.
+            Box::new(move |bits| unsafe { api.destroy_event(bits as CuHandle) }),
+        )))
+    }
+
+    /// The driver's handle (NULL once destroyed).
+    #[inline]
+    pub fn raw(&self) -> CuHandle {
+        self.0.bits() as CuHandle
+    }
+
+    /// Destroys the event now, reporting the driver's answer; later calls do nothing.
+    pub fn destroy(&self) -> Result<()> {
+        self.0.release()
     }
 }

@@ -452,7 +452,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
         let Some(h) = elf::header(header) else {
             return sys::CUDA_ERROR_INVALID_IMAGE;
         };
-        if h.machine != super::image::EM_CUDA {
+        if h.machine != super::cubin::EM_CUDA {
             return sys::CUDA_ERROR_INVALID_IMAGE;
         }
         // The section headers end the file (as ptxas lays a cubin out).

@@ -8,6 +8,8 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
+use crate::backend::gpu::library::{open_first, resolve_table, OpenError};
+
 /// A driver status; 0 is success.
 pub type CuResult = c_int;
 /// A device ordinal as the driver knows it.
@@ -189,15 +191,6 @@ pub struct Functions {
     pub cuEventSynchronize: unsafe extern "C" fn(event: CuHandle) -> CuResult,
 }
 
-/// Why the driver could not be opened.
-#[derive(Debug)]
-pub enum OpenError {
-    /// No file of these names could be loaded (the loader's message for the last one).
-    Library(String),
-    /// The library lacks an entry point the plugin needs.
-    Symbol { library: String, symbol: &'static str },
-}
-
 /// An opened driver: its entry points and the library that holds them, which stays loaded for the
 /// life of the process (libomptarget may call the plugin until exit).
 pub struct Driver {
@@ -207,93 +200,63 @@ pub struct Driver {
     pub library: String,
 }
 
-/// Resolves one entry point of `library`, typed as the field it fills.
-macro_rules! resolve {
-    ($library:expr, $path:expr, $($name:ident),* $(,)?) => {
-        Functions {
-            $($name: {
-                let symbol = concat!(stringify!($name), "\0").as_bytes();
-                // SAFETY: the field's type is the entry point's C signature in the CUDA driver API.
-                match unsafe { $library.get(symbol) } {
-                    Ok(f) => *f,
-                    Err(_) => {
-                        return Err(OpenError::Symbol { library: $path.to_string(), symbol: stringify!($name) })
-                    }
-                }
-            },)*
-        }
-    };
-}
-
 impl Driver {
     /// Opens the first of `candidates` that loads and resolves every entry point.
     pub fn open(candidates: &[&str]) -> Result<Driver, OpenError> {
-        let mut last = OpenError::Library("no library name given".into());
-        for path in candidates {
-            // SAFETY: loading the CUDA driver runs its initialisers, which have no preconditions.
-            let library =
-                match unsafe { libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL) } {
-                    Ok(library) => library,
-                    Err(e) => {
-                        last = OpenError::Library(e.to_string());
-                        continue;
-                    }
-                };
-            let functions = resolve!(
+        let opened = open_first(candidates, |library| {
+            resolve_table!(
                 library,
-                path,
-                cuInit,
-                cuDriverGetVersion,
-                cuGetErrorName,
-                cuDeviceGetCount,
-                cuDeviceGet,
-                cuDeviceGetName,
-                cuDeviceGetAttribute,
-                cuDeviceTotalMem_v2,
-                cuDeviceCanAccessPeer,
-                cuDevicePrimaryCtxGetState,
-                cuDevicePrimaryCtxSetFlags_v2,
-                cuDevicePrimaryCtxRetain,
-                cuDevicePrimaryCtxRelease_v2,
-                cuCtxSetCurrent,
-                cuCtxSetLimit,
-                cuCtxEnablePeerAccess,
-                cuModuleLoadDataEx,
-                cuModuleUnload,
-                cuModuleGetFunction,
-                cuModuleGetGlobal_v2,
-                cuFuncGetAttribute,
-                cuLaunchKernel,
-                cuMemAlloc_v2,
-                cuMemFree_v2,
-                cuMemAllocHost_v2,
-                cuMemFreeHost,
-                cuMemAllocManaged,
-                cuMemHostRegister_v2,
-                cuMemHostUnregister,
-                cuMemHostGetDevicePointer_v2,
-                cuMemcpyHtoDAsync_v2,
-                cuMemcpyDtoHAsync_v2,
-                cuMemcpyDtoDAsync_v2,
-                cuMemcpyPeerAsync,
-                cuStreamCreate,
-                cuStreamDestroy_v2,
-                cuStreamSynchronize,
-                cuStreamQuery,
-                cuStreamWaitEvent,
-                cuEventCreate,
-                cuEventDestroy_v2,
-                cuEventRecord,
-                cuEventSynchronize,
-            );
-            // The driver stays loaded: its functions are used until the process ends.
-            std::mem::forget(library);
-            return Ok(Driver {
-                functions,
-                library: path.to_string(),
-            });
-        }
-        Err(last)
+                Functions {
+                    cuInit,
+                    cuDriverGetVersion,
+                    cuGetErrorName,
+                    cuDeviceGetCount,
+                    cuDeviceGet,
+                    cuDeviceGetName,
+                    cuDeviceGetAttribute,
+                    cuDeviceTotalMem_v2,
+                    cuDeviceCanAccessPeer,
+                    cuDevicePrimaryCtxGetState,
+                    cuDevicePrimaryCtxSetFlags_v2,
+                    cuDevicePrimaryCtxRetain,
+                    cuDevicePrimaryCtxRelease_v2,
+                    cuCtxSetCurrent,
+                    cuCtxSetLimit,
+                    cuCtxEnablePeerAccess,
+                    cuModuleLoadDataEx,
+                    cuModuleUnload,
+                    cuModuleGetFunction,
+                    cuModuleGetGlobal_v2,
+                    cuFuncGetAttribute,
+                    cuLaunchKernel,
+                    cuMemAlloc_v2,
+                    cuMemFree_v2,
+                    cuMemAllocHost_v2,
+                    cuMemFreeHost,
+                    cuMemAllocManaged,
+                    cuMemHostRegister_v2,
+                    cuMemHostUnregister,
+                    cuMemHostGetDevicePointer_v2,
+                    cuMemcpyHtoDAsync_v2,
+                    cuMemcpyDtoHAsync_v2,
+                    cuMemcpyDtoDAsync_v2,
+                    cuMemcpyPeerAsync,
+                    cuStreamCreate,
+                    cuStreamDestroy_v2,
+                    cuStreamSynchronize,
+                    cuStreamQuery,
+                    cuStreamWaitEvent,
+                    cuEventCreate,
+                    cuEventDestroy_v2,
+                    cuEventRecord,
+                    cuEventSynchronize,
+                }
+            )
+        })?;
+        Ok(Driver {
+            functions: opened.functions,
+            library: opened.library,
+        })
     }
 
     /// The driver's name for `code` ("CUDA_ERROR_NO_DEVICE"), or "an unknown CUresult" when the

@@ -4,7 +4,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use super::image::{Capability, NvidiaImage};
+use super::cubin::{Capability, NvidiaImage};
 use super::simulated::{self, SimGpu};
 use super::CudaBackend;
 use crate::backend::Backend;

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use super::device::{Allocation, Device, DeviceState, EventSlot, LoadedImage, QueueSlot};
-use super::image::{self, DeviceEnvironment};
+use super::image_loading::{self, DeviceEnvironment};
 use super::launch::{self, LaunchRequest};
 use super::memory_manager::MemoryManager;
 use super::pinned::Unlock;
@@ -301,8 +301,8 @@ impl<B: Backend> Core<B> {
         elf_image: Option<&elf::Image>,
         entries: &[HostEntry],
         limits: &crate::backend::DeviceLimits,
-    ) -> Result<(image::Resolved<B>, rpc_link::ImageServices)> {
-        match image::device_environment_target(self.backend, device.index, module)
+    ) -> Result<(image_loading::Resolved<B>, rpc_link::ImageServices)> {
+        match image_loading::device_environment_target(self.backend, device.index, module)
             .context(|| "looking up the device environment")?
         {
             Some(Ok(addr)) => {
@@ -314,12 +314,12 @@ impl<B: Backend> Core<B> {
                 device.index,
                 format_args!(
                     "the image's {} has {size} bytes, not LLVM 16's 16; not written",
-                    image::DEVICE_ENVIRONMENT_SYMBOL.to_string_lossy()
+                    image_loading::DEVICE_ENVIRONMENT_SYMBOL.to_string_lossy()
                 ),
             ),
             None => {}
         }
-        let resolved = image::resolve_entries(
+        let resolved = image_loading::resolve_entries(
             self.backend,
             device.index,
             module,

@@ -1,0 +1,137 @@
+//! Opening a driver library at run time (so that the plugin loads, and reports zero devices, on a
+//! machine without it) and resolving a typed table of its entry points, with an error that names the
+//! library or the missing symbol.
+
+use libloading::os::unix::Library;
+
+/// Why a driver library could not be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// No file of these names could be loaded (the loader's message for the last one).
+    Library(String),
+    /// The library lacks an entry point the plugin needs.
+    Symbol {
+        /// The file that loaded.
+        library: String,
+        /// The first entry point it lacks.
+        symbol: &'static str,
+    },
+}
+
+/// A driver's entry points and the file they came from. The library stays loaded for the life of the
+/// process: libomptarget may call the plugin until exit, and drivers do not survive being unloaded.
+pub struct Opened<T> {
+    /// The resolved table.
+    pub functions: T,
+    /// The file it came from, for messages ("libcuda.so.1", a simulated driver's name).
+    pub library: String,
+}
+
+/// Opens the first of `candidates` that loads, and resolves its table with `resolve` (which returns
+/// the name of the first entry point it cannot find). A library that loads but lacks an entry point
+/// ends the search: a later name would be an older copy of the same driver.
+pub fn open_first<T>(
+    candidates: &[&str],
+    resolve: impl Fn(&Library) -> Result<T, &'static str>,
+) -> Result<Opened<T>, OpenError> {
+    let mut last = OpenError::Library("no library name given".into());
+    for path in candidates {
+        // SAFETY: loading a driver library runs its initialisers, which have no preconditions.
+        let library = match unsafe { Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL) } {
+            Ok(library) => library,
+            Err(e) => {
+                last = OpenError::Library(e.to_string());
+                continue;
+            }
+        };
+        let functions = resolve(&library).map_err(|symbol| OpenError::Symbol {
+            library: path.to_string(),
+            symbol,
+        })?;
+        // The library stays loaded: its functions are used until the process ends.
+        std::mem::forget(library);
+        return Ok(Opened {
+            functions,
+            library: path.to_string(),
+        });
+    }
+    Err(last)
+}
+
+/// Fills a table of entry points (a struct with one `unsafe extern "C" fn` field per entry point, named
+/// as the C symbol) from a [`Library`], returning the first missing symbol's name as the error:
+/// `resolve_table!(library, Functions { cuInit, cuDeviceGet })`. Every field's type must be the entry
+/// point's C signature, which is what the caller vouches for.
+macro_rules! resolve_table {
+    ($library:expr, $table:ident { $($name:ident),* $(,)? }) => {
+        (|| -> ::std::result::Result<$table, &'static str> {
+            Ok($table {
+                $($name: {
+                    let symbol = concat!(stringify!($name), "\0").as_bytes();
+                    // SAFETY: the field's type is the entry point's C signature, as the table's
+                    // definition documents.
+                    match unsafe { $library.get(symbol) } {
+                        Ok(f) => *f,
+                        Err(_) => return Err(stringify!($name)),
+                    }
+                },)*
+            })
+        })()
+    };
+}
+pub(crate) use resolve_table;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(non_snake_case)]
+    struct Table {
+        getpid: unsafe extern "C" fn() -> libc::pid_t,
+    }
+
+    #[allow(non_snake_case)]
+    struct Missing {
+        getpid: unsafe extern "C" fn() -> libc::pid_t,
+        omprpc_no_such_symbol: unsafe extern "C" fn(),
+    }
+
+    #[test]
+    fn resolves_a_table_from_the_first_library_that_loads() {
+        let opened = open_first(&["libomprpc-absent.so", "libc.so.6"], |library| {
+            resolve_table!(library, Table { getpid })
+        })
+        .unwrap();
+        assert_eq!(opened.library, "libc.so.6");
+        // SAFETY: getpid has no preconditions.
+        assert_eq!(
+            unsafe { (opened.functions.getpid)() },
+            std::process::id() as libc::pid_t
+        );
+    }
+
+    #[test]
+    fn names_the_missing_library_or_symbol() {
+        match open_first(&["libomprpc-absent.so"], |library| {
+            resolve_table!(library, Table { getpid })
+        }) {
+            Err(OpenError::Library(why)) => assert!(why.contains("libomprpc-absent.so"), "{why}"),
+            _ => panic!("an absent library opened"),
+        }
+        match open_first(&["libc.so.6"], |library| {
+            resolve_table!(
+                library,
+                Missing {
+                    getpid,
+                    omprpc_no_such_symbol
+                }
+            )
+            .map(|t| (t.getpid, t.omprpc_no_such_symbol))
+        }) {
+            Err(OpenError::Symbol { library, symbol }) => {
+                assert_eq!((library.as_str(), symbol), ("libc.so.6", "omprpc_no_such_symbol"))
+            }
+            _ => panic!("a missing symbol resolved"),
+        }
+    }
+}
