@@ -1,6 +1,8 @@
 //! AMD GPUs through the HSA runtime. Not implemented in this version: selecting it yields zero devices
 //! and says so, rather than pretending.
 
+pub mod sys;
+
 use crate::util::error::Error;
 
 /// Why this version has no AMDGPU devices.
