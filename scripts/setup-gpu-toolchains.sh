@@ -7,8 +7,11 @@
 #     into a minimal CUDA root: $OMPRPC_TOOLCHAINS/cuda (default target/toolchains/cuda), for
 #     `clang-16 --cuda-path=...`;
 #   * the CUDA driver library from Debian's non-free libcuda1, unpacked (not installed) into
-#     $OMPRPC_TOOLCHAINS/libcuda, so that tests load the real driver on a machine without a GPU.
-# Run as root or with sudo (for apt-get install). Downloads about 85 MB once.
+#     $OMPRPC_TOOLCHAINS/libcuda, so that tests load the real driver on a machine without a GPU;
+#   * the HSA runtime from Debian's libhsa-runtime64-1 (ROCm 5.2.3) with the libraries it loads
+#     (libhsakmt1, libdrm-amdgpu1, libdrm2, libnuma1, libelf1), unpacked (not installed) into
+#     $OMPRPC_TOOLCHAINS/libhsa, so that tests load the real runtime on a machine without an AMD GPU.
+# Run as root or with sudo (for apt-get install). Downloads about 90 MB once.
 set -eu
 cd "$(dirname "$0")/.."
 cache=${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}
@@ -24,20 +27,28 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
-cuda="$cache/cuda"
-if [ ! -x "$cuda/bin/ptxas" ] || [ ! -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
-  echo "omprpc setup: fetching Debian's nvidia-cuda-toolkit (non-free) for ptxas, nvlink and libdevice"
+# Downloads Debian packages into $cache/debs with a private apt configuration (the system's sources
+# and package lists are not changed).
+download() {
   apt="$cache/apt"
   mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$cache/debs"
   keyring=/usr/share/keyrings/debian-archive-keyring.gpg
   cat > "$apt/sources.list" <<SOURCES
-deb [signed-by=$keyring] http://deb.debian.org/debian bookworm contrib non-free
-deb [signed-by=$keyring] http://deb.debian.org/debian bookworm-updates contrib non-free
+deb [signed-by=$keyring] http://deb.debian.org/debian bookworm main contrib non-free
+deb [signed-by=$keyring] http://deb.debian.org/debian bookworm-updates main contrib non-free
 SOURCES
-  set -- -o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
-    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root
-  apt-get "$@" update -qq
-  (cd "$cache/debs" && apt-get "$@" download nvidia-cuda-toolkit libcuda1 >/dev/null)
+  aptopts="-o Dir::Etc::SourceList=$apt/sources.list -o Dir::Etc::SourceParts=/nonexistent \
+    -o Dir::State::Lists=$apt/lists -o Dir::Cache=$apt/cache -o APT::Sandbox::User=root"
+  # shellcheck disable=SC2086 # the options are words
+  [ -f "$apt/updated" ] || { apt-get $aptopts update -qq && touch "$apt/updated"; }
+  # shellcheck disable=SC2086
+  (cd "$cache/debs" && apt-get $aptopts download "$@" >/dev/null)
+}
+
+cuda="$cache/cuda"
+if [ ! -x "$cuda/bin/ptxas" ] || [ ! -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
+  echo "omprpc setup: fetching Debian's nvidia-cuda-toolkit (non-free) for ptxas, nvlink and libdevice"
+  download nvidia-cuda-toolkit libcuda1
   rm -rf "$cache/cuda-deb" "$cuda.tmp"
   dpkg-deb -x "$(ls "$cache"/debs/nvidia-cuda-toolkit_*.deb | head -1)" "$cache/cuda-deb"
   mkdir -p "$cuda.tmp/bin" "$cuda.tmp/nvvm/libdevice" "$cuda.tmp/include"
@@ -62,4 +73,26 @@ if [ ! -f "$libcuda/libcuda.so.1" ]; then
   cp -L "$cache/libcuda-deb/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1" "$libcuda/libcuda.so.1"
   rm -rf "$cache/libcuda-deb"
   echo "omprpc setup: CUDA driver library (no GPU needed to load it) in $libcuda"
+fi
+
+libhsa="$cache/libhsa"
+if [ ! -f "$libhsa/libhsa-runtime64.so.1" ]; then
+  echo "omprpc setup: fetching Debian's HSA runtime (libhsa-runtime64-1) and the libraries it loads"
+  packages="libhsa-runtime64-1 libhsakmt1 libdrm-amdgpu1 libdrm2 libnuma1 libelf1"
+  download $packages
+  rm -rf "$cache/libhsa-deb" "$libhsa.tmp"
+  mkdir -p "$libhsa.tmp"
+  for p in $packages; do
+    deb=$(ls "$cache"/debs/"${p}"_*.deb 2>/dev/null | head -1)
+    [ -n "$deb" ] || { echo "omprpc setup: $p was not downloaded into $cache/debs" >&2; exit 1; }
+    dpkg-deb -x "$deb" "$cache/libhsa-deb"
+  done
+  # The shared objects under their sonames, so that the runtime finds its dependencies here.
+  find "$cache/libhsa-deb" \( -name 'lib*.so.*' -o -name 'lib*.so' \) \( -type f -o -type l \) \
+    -exec cp -P {} "$libhsa.tmp/" \;
+  # The stock AMDGPU plugin opens the unversioned name, which only the -dev package provides.
+  ln -sf libhsa-runtime64.so.1 "$libhsa.tmp/libhsa-runtime64.so"
+  rm -rf "$cache/libhsa-deb" "$libhsa"
+  mv "$libhsa.tmp" "$libhsa"
+  echo "omprpc setup: HSA runtime (no AMD GPU needed to load it) in $libhsa"
 fi

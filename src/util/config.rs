@@ -112,6 +112,8 @@ pub struct Config {
     pub rpc_heap_bytes: Option<usize>,
     /// `OMPRPC_CUDA_LIBRARY`: the CUDA driver library to open instead of `libcuda.so.1`/`libcuda.so`.
     pub cuda_library: Option<String>,
+    /// `OMPRPC_HSA_LIBRARY`: the HSA runtime to open instead of `libhsa-runtime64.so.1`/`.so`.
+    pub hsa_library: Option<String>,
 }
 
 /// libomptarget's default for `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD` (8 KiB).
@@ -191,6 +193,7 @@ impl Config {
             device_heap_bytes: optional_count(&lookup, "LIBOMPTARGET_HEAP_SIZE", 0, usize::MAX, "the driver's"),
             rpc_heap_bytes: optional_count(&lookup, "OMPRPC_DEVICE_HEAP_SIZE", 1, 1 << 40, "the device's default"),
             cuda_library: lookup("OMPRPC_CUDA_LIBRARY").filter(|path| !path.trim().is_empty()),
+            hsa_library: lookup("OMPRPC_HSA_LIBRARY").filter(|path| !path.trim().is_empty()),
         }
     }
 }

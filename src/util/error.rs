@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+/// The name [`Error::Driver`] gives NVIDIA's driver.
+pub const CUDA: &str = "CUDA";
+/// The name [`Error::Driver`] gives AMD's runtime.
+pub const HSA: &str = "HSA";
+
 /// Everything that can go wrong between libomptarget and a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
@@ -23,8 +28,8 @@ pub enum Error {
     OutOfMemory { size: usize },
     /// An operating-system call failed.
     Os { call: &'static str, detail: String },
-    /// A driver call failed: `driver` names the library (CUDA, HSA), `call` the function, `code` and
-    /// `name` the status it returned, in the driver's own words.
+    /// A driver call failed: `driver` names the library ([`CUDA`], [`HSA`]), `call` the function,
+    /// `code` and `name` the status it returned, in the driver's own words.
     Driver {
         driver: &'static str,
         call: &'static str,
@@ -91,7 +96,15 @@ impl fmt::Display for Error {
                 call,
                 code,
                 name,
-            } => write!(f, "{driver} error in {call}: {name} ({code})"),
+            } => {
+                // HSA documents its statuses in hexadecimal (0x1008), CUDA in decimal (100): each is
+                // shown as its own headers and messages write it.
+                if *driver == HSA {
+                    write!(f, "{driver} error in {call}: {name} ({code:#x})")
+                } else {
+                    write!(f, "{driver} error in {call}: {name} ({code})")
+                }
+            }
             Error::Rpc { call, status } => {
                 write!(f, "LLVM libc's RPC server failed in {call} with status {status:#x}")
             }
@@ -147,7 +160,7 @@ mod tests {
             "device id 7 is out of range: this plugin has 4 device(s)"
         );
         let driver = Error::Driver {
-            driver: "CUDA",
+            driver: CUDA,
             call: "cuStreamCreate",
             code: 2,
             name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
@@ -156,6 +169,16 @@ mod tests {
         assert_eq!(
             launch.context(|| "launching kernel k").unwrap_err().to_string(),
             "launching kernel k: CUDA error in cuStreamCreate: CUDA_ERROR_OUT_OF_MEMORY (2)"
+        );
+        let hsa = Error::Driver {
+            driver: HSA,
+            call: "hsa_init",
+            code: 0x1008,
+            name: "HSA_STATUS_ERROR_OUT_OF_RESOURCES".into(),
+        };
+        assert_eq!(
+            hsa.to_string(),
+            "HSA error in hsa_init: HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)"
         );
     }
 }

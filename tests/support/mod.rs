@@ -72,6 +72,19 @@ pub fn real_libcuda() -> PathBuf {
     path
 }
 
+/// The directory holding the real HSA runtime and the libraries it loads (Debian's
+/// libhsa-runtime64-1 and its dependencies, unpacked by the GPU set-up); a program that opens it needs
+/// the directory on `LD_LIBRARY_PATH`. It loads, and `hsa_init` fails, on a machine without an AMD GPU.
+pub fn real_libhsa_dir() -> PathBuf {
+    let dir = cuda_root().with_file_name("libhsa");
+    assert!(
+        dir.join("libhsa-runtime64.so.1").exists(),
+        "missing the HSA runtime {}/libhsa-runtime64.so.1. Install it with: {GPU_SETUP}",
+        dir.display()
+    );
+    dir
+}
+
 /// Fails the test, naming the set-up command, when the GPU toolchains are missing.
 pub fn require_gpu_toolchains() {
     require_toolchain();

@@ -10,6 +10,8 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use crate::backend::gpu::library::resolve_table;
+
 /// `hsa_status_t`: what every entry point returns. A C enum with only non-negative values, so
 /// `unsigned int` in the ABI.
 pub type HsaStatus = u32;
@@ -899,82 +901,67 @@ pub struct Functions {
     ) -> HsaStatus,
 }
 
-/// Resolves one entry point of `library` per listed name, typed as the field it fills; returns the
-/// name of the first one that is missing.
-macro_rules! resolve {
-    ($library:expr, $($name:ident),* $(,)?) => {
-        Functions {
-            $($name: {
-                let symbol = concat!(stringify!($name), "\0").as_bytes();
-                // SAFETY: the field's type is the entry point's C signature in ROCm 5.2.3's hsa.h or
-                // hsa_ext_amd.h, so reading the symbol as that function pointer type is sound.
-                match unsafe { $library.get(symbol) } {
-                    Ok(f) => *f,
-                    Err(_) => return Err(stringify!($name)),
-                }
-            },)*
-        }
-    };
-}
-
 /// Resolves every entry point of [`Functions`] in `library`, or names the first one it lacks (so a
 /// runtime too old or not HSA at all is reported by what is missing). The pointers are valid only
 /// while `library` stays loaded; the caller keeps it open for as long as it uses them.
 pub fn resolve(library: &libloading::os::unix::Library) -> Result<Functions, &'static str> {
-    Ok(resolve!(
+    // Every field's type is the entry point's C signature in ROCm 5.2.3's hsa.h or hsa_ext_amd.h.
+    resolve_table!(
         library,
-        hsa_init,
-        hsa_shut_down,
-        hsa_status_string,
-        hsa_system_get_info,
-        hsa_iterate_agents,
-        hsa_agent_get_info,
-        hsa_agent_iterate_isas,
-        hsa_isa_get_info_alt,
-        hsa_amd_register_system_event_handler,
-        hsa_amd_agent_iterate_memory_pools,
-        hsa_amd_memory_pool_get_info,
-        hsa_amd_agent_memory_pool_get_info,
-        hsa_amd_memory_pool_allocate,
-        hsa_amd_memory_pool_free,
-        hsa_amd_agents_allow_access,
-        hsa_amd_memory_lock,
-        hsa_amd_memory_unlock,
-        hsa_amd_memory_async_copy,
-        hsa_amd_memory_fill,
-        hsa_amd_pointer_info,
-        hsa_memory_copy,
-        hsa_signal_create,
-        hsa_amd_signal_create,
-        hsa_signal_destroy,
-        hsa_signal_load_scacquire,
-        hsa_signal_load_relaxed,
-        hsa_signal_store_relaxed,
-        hsa_signal_store_screlease,
-        hsa_signal_subtract_screlease,
-        hsa_signal_wait_scacquire,
-        hsa_amd_signal_async_handler,
-        hsa_queue_create,
-        hsa_queue_destroy,
-        hsa_queue_load_read_index_scacquire,
-        hsa_queue_load_write_index_relaxed,
-        hsa_queue_store_write_index_relaxed,
-        hsa_queue_add_write_index_relaxed,
-        hsa_code_object_deserialize,
-        hsa_code_object_destroy,
-        hsa_code_object_reader_create_from_memory,
-        hsa_code_object_reader_destroy,
-        hsa_executable_create,
-        hsa_executable_create_alt,
-        hsa_executable_destroy,
-        hsa_executable_load_code_object,
-        hsa_executable_load_agent_code_object,
-        hsa_executable_freeze,
-        hsa_executable_validate,
-        hsa_executable_get_symbol_by_name,
-        hsa_executable_symbol_get_info,
-        hsa_executable_iterate_symbols,
-    ))
+        Functions {
+            hsa_init,
+            hsa_shut_down,
+            hsa_status_string,
+            hsa_system_get_info,
+            hsa_iterate_agents,
+            hsa_agent_get_info,
+            hsa_agent_iterate_isas,
+            hsa_isa_get_info_alt,
+            hsa_amd_register_system_event_handler,
+            hsa_amd_agent_iterate_memory_pools,
+            hsa_amd_memory_pool_get_info,
+            hsa_amd_agent_memory_pool_get_info,
+            hsa_amd_memory_pool_allocate,
+            hsa_amd_memory_pool_free,
+            hsa_amd_agents_allow_access,
+            hsa_amd_memory_lock,
+            hsa_amd_memory_unlock,
+            hsa_amd_memory_async_copy,
+            hsa_amd_memory_fill,
+            hsa_amd_pointer_info,
+            hsa_memory_copy,
+            hsa_signal_create,
+            hsa_amd_signal_create,
+            hsa_signal_destroy,
+            hsa_signal_load_scacquire,
+            hsa_signal_load_relaxed,
+            hsa_signal_store_relaxed,
+            hsa_signal_store_screlease,
+            hsa_signal_subtract_screlease,
+            hsa_signal_wait_scacquire,
+            hsa_amd_signal_async_handler,
+            hsa_queue_create,
+            hsa_queue_destroy,
+            hsa_queue_load_read_index_scacquire,
+            hsa_queue_load_write_index_relaxed,
+            hsa_queue_store_write_index_relaxed,
+            hsa_queue_add_write_index_relaxed,
+            hsa_code_object_deserialize,
+            hsa_code_object_destroy,
+            hsa_code_object_reader_create_from_memory,
+            hsa_code_object_reader_destroy,
+            hsa_executable_create,
+            hsa_executable_create_alt,
+            hsa_executable_destroy,
+            hsa_executable_load_code_object,
+            hsa_executable_load_agent_code_object,
+            hsa_executable_freeze,
+            hsa_executable_validate,
+            hsa_executable_get_symbol_by_name,
+            hsa_executable_symbol_get_info,
+            hsa_executable_iterate_symbols,
+        }
+    )
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ impl Api {
             return Ok(());
         }
         Err(Error::Driver {
-            driver: "CUDA",
+            driver: crate::util::error::CUDA,
             call,
             code: i64::from(code),
             name: self.driver.error_name(code),
