@@ -19,7 +19,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-TARGETS="elf host_image nvidia_image exec_mode abi_args"
+TARGETS="elf host_image nvidia_image amdgpu_code_object exec_mode abi_args"
 CARGO_FUZZ_VERSION=0.13.2
 # --sanitizer none: sanitizers need nightly. --debug-assertions: also overflow checks, as in tests.
 FUZZ_FLAGS="--sanitizer none --debug-assertions"

@@ -390,7 +390,14 @@ fn main() {
         .iter()
         .filter_map(|a| read(&format!("{a}.cubin")).map(|b| (a.to_string(), b)))
         .collect();
-    for t in ["elf", "host_image", "nvidia_image", "exec_mode", "abi_args"] {
+    for t in [
+        "elf",
+        "host_image",
+        "nvidia_image",
+        "amdgpu_code_object",
+        "exec_mode",
+        "abi_args",
+    ] {
         let _ = fs::remove_dir_all(seeds.join(t));
         fs::create_dir_all(seeds.join(t)).unwrap();
     }
@@ -504,6 +511,43 @@ fn main() {
         write(&dir("nvidia_image"), "gfx90a.hsaco-head", &amd[..4096.min(amd.len())]);
     }
     write(&dir("nvidia_image"), "host.so-head", &host[..4096]);
+
+    // AMDGPU code objects: the image, its metadata note alone, broken variants, and target ids.
+    if let Some(amd) = &amd {
+        write(&dir("amdgpu_code_object"), "gfx90a.hsaco", amd);
+        for (bname, b) in broken("gfx90a.hsaco", amd) {
+            write(&dir("amdgpu_code_object"), &bname, &b);
+        }
+        // The msgpack map starts at its first key; the note's descriptor runs to the next section.
+        if let Some(at) = amd.windows(14).position(|w| w == b"amdhsa.kernels") {
+            let start = at.saturating_sub(2);
+            write(
+                &dir("amdgpu_code_object"),
+                "metadata.msgpack",
+                &amd[start..(start + 2048).min(amd.len())],
+            );
+        }
+        write(
+            &dir("amdgpu_code_object"),
+            "gfx90a-xnack-on",
+            &with(amd, 48, &(0x03fu32 | 0x300).to_le_bytes()),
+        );
+        write(
+            &dir("amdgpu_code_object"),
+            "v3-gfx906-xnack",
+            &with(&with(amd, 48, &(0x02fu32 | 0x100).to_le_bytes()), 8, &[1]),
+        );
+        write(
+            &dir("amdgpu_code_object"),
+            "mach-unknown",
+            &with(amd, 48, &0xffu32.to_le_bytes()),
+        );
+    }
+    write(
+        &dir("amdgpu_code_object"),
+        "target-ids",
+        b"gfx90a:sramecc+:xnack- amdgcn-amd-amdhsa--gfx1030 gfx90a:xnack+ :xnack- gfx940:sramecc-",
+    );
 
     for (name, bytes) in abi_seeds(&host) {
         write(&dir("abi_args"), &name, &bytes);

@@ -114,6 +114,24 @@ pub struct Config {
     pub cuda_library: Option<String>,
     /// `OMPRPC_HSA_LIBRARY`: the HSA runtime to open instead of `libhsa-runtime64.so.1`/`.so`.
     pub hsa_library: Option<String>,
+    /// The AMDGPU settings the stock AMDGPU plugin reads, with its defaults.
+    pub amdgpu: AmdgpuSettings,
+}
+
+/// `LIBOMPTARGET_AMDGPU_*`: what the stock AMDGPU plugin of LLVM 16 lets a user tune.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AmdgpuSettings {
+    /// `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES` (4): HSA queues per device, shared by its streams.
+    pub hsa_queues: usize,
+    /// `LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE` (512): packets per HSA queue (rounded to a power of two).
+    pub hsa_queue_size: usize,
+    /// `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU` (4): default teams per compute unit.
+    pub teams_per_cu: usize,
+    /// `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES` (1 MiB): host copies this large or larger pin the
+    /// host buffer and wait, instead of going through a staging buffer.
+    pub max_async_copy_bytes: usize,
+    /// `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS` (64): signals created per device up front.
+    pub initial_signals: usize,
 }
 
 /// libomptarget's default for `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD` (8 KiB).
@@ -194,6 +212,19 @@ impl Config {
             rpc_heap_bytes: optional_count(&lookup, "OMPRPC_DEVICE_HEAP_SIZE", 1, 1 << 40, "the device's default"),
             cuda_library: lookup("OMPRPC_CUDA_LIBRARY").filter(|path| !path.trim().is_empty()),
             hsa_library: lookup("OMPRPC_HSA_LIBRARY").filter(|path| !path.trim().is_empty()),
+            amdgpu: AmdgpuSettings {
+                hsa_queues: count_setting(&lookup, "LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", 4, 1, 1024),
+                hsa_queue_size: count_setting(&lookup, "LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", 512, 2, 1 << 20),
+                teams_per_cu: count_setting(&lookup, "LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", 4, 1, 1 << 16),
+                max_async_copy_bytes: count_setting(
+                    &lookup,
+                    "LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES",
+                    1 << 20,
+                    0,
+                    usize::MAX,
+                ),
+                initial_signals: count_setting(&lookup, "LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS", 64, 0, 1 << 16),
+            },
         }
     }
 }

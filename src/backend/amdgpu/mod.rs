@@ -7,6 +7,9 @@
 //! agents, but does not run kernels on them yet: [`probe`] always ends with the reason there are no
 //! devices, which `LIBOMPTARGET_INFO` prints.
 
+pub mod code_object;
+pub mod memory;
+pub mod queue;
 pub mod runtime;
 pub mod sys;
 

@@ -3,9 +3,14 @@
 //! hexadecimal value (`HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)`). This is the one place where HSA
 //! statuses become errors.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_void, CStr, CString};
 
-use super::sys::{self, agent_info, device_type, HsaAgent, HsaStatus, HSA_STATUS_SUCCESS};
+use super::sys::{
+    self, agent_info, device_type, isa_info, pool_info, signal_condition, symbol_info, wait_state, HsaAgent,
+    HsaCodeObjectReader, HsaExecutable, HsaExecutableSymbol, HsaMemoryPool, HsaQueue, HsaSignal, HsaSignalValue,
+    HsaStatus, HSA_STATUS_ERROR_INVALID_SYMBOL_NAME, HSA_STATUS_ERROR_OUT_OF_RESOURCES, HSA_STATUS_INFO_BREAK,
+    HSA_STATUS_SUCCESS,
+};
 use crate::backend::gpu::library::{open_first, OpenError};
 use crate::util::error::{Error, Result, HSA};
 
@@ -124,6 +129,456 @@ impl Api {
         Ok(value)
     }
 
+    /// A 2- or 4-byte-element array attribute of `agent` (`WORKGROUP_MAX_DIM`: 3 × u16,
+    /// `GRID_MAX_DIM`: 3 × u32), read into `N` bytes.
+    pub fn agent_bytes<const N: usize>(&self, agent: HsaAgent, attribute: u32, call: &'static str) -> Result<[u8; N]> {
+        let mut value = [0u8; N];
+        // SAFETY: callers pass `N` at least the attribute's documented size.
+        self.check(call, unsafe {
+            (self.f().hsa_agent_get_info)(agent, attribute, value.as_mut_ptr().cast())
+        })?;
+        Ok(value)
+    }
+
+    /// The names of `agent`'s ISAs (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`), in the runtime's
+    /// order.
+    pub fn isa_names(&self, agent: HsaAgent) -> Result<Vec<String>> {
+        unsafe extern "C" fn collect(isa: sys::HsaIsa, data: *mut c_void) -> HsaStatus {
+            // SAFETY: `data` is the `Vec` passed below, alive and unborrowed during the iteration.
+            unsafe { &mut *data.cast::<Vec<sys::HsaIsa>>() }.push(isa);
+            HSA_STATUS_SUCCESS
+        }
+        let mut isas: Vec<sys::HsaIsa> = Vec::new();
+        // SAFETY: the callback matches hsa_agent_iterate_isas' and only pushes into `isas`.
+        self.check("hsa_agent_iterate_isas", unsafe {
+            (self.f().hsa_agent_iterate_isas)(agent, collect, (&mut isas as *mut Vec<sys::HsaIsa>).cast())
+        })?;
+        isas.into_iter()
+            .map(|isa| {
+                let mut len = 0u32;
+                // SAFETY: NAME_LENGTH is a u32.
+                self.check("hsa_isa_get_info_alt(NAME_LENGTH)", unsafe {
+                    (self.f().hsa_isa_get_info_alt)(isa, isa_info::NAME_LENGTH, (&mut len as *mut u32).cast())
+                })?;
+                let mut name = vec![0u8; len.min(1 << 12) as usize + 1];
+                // SAFETY: NAME writes NAME_LENGTH bytes, which `name` holds with a NUL to spare.
+                self.check("hsa_isa_get_info_alt(NAME)", unsafe {
+                    (self.f().hsa_isa_get_info_alt)(isa, isa_info::NAME, name.as_mut_ptr().cast())
+                })?;
+                Ok(CStr::from_bytes_until_nul(&name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// `agent`'s memory pools, in the runtime's order.
+    pub fn pools(&self, agent: HsaAgent) -> Result<Vec<PoolSummary>> {
+        unsafe extern "C" fn collect(pool: HsaMemoryPool, data: *mut c_void) -> HsaStatus {
+            // SAFETY: `data` is the `Vec` passed below, alive and unborrowed during the iteration.
+            unsafe { &mut *data.cast::<Vec<HsaMemoryPool>>() }.push(pool);
+            HSA_STATUS_SUCCESS
+        }
+        let mut pools: Vec<HsaMemoryPool> = Vec::new();
+        // SAFETY: the callback matches the iterator's and only pushes into `pools`.
+        self.check("hsa_amd_agent_iterate_memory_pools", unsafe {
+            (self.f().hsa_amd_agent_iterate_memory_pools)(
+                agent,
+                collect,
+                (&mut pools as *mut Vec<HsaMemoryPool>).cast(),
+            )
+        })?;
+        pools
+            .into_iter()
+            .map(|pool| {
+                let get = |attribute: u32, value: *mut c_void| {
+                    // SAFETY: each attribute below is read into storage of its documented size.
+                    self.check("hsa_amd_memory_pool_get_info", unsafe {
+                        (self.f().hsa_amd_memory_pool_get_info)(pool, attribute, value)
+                    })
+                };
+                let (mut segment, mut global_flags, mut alloc_allowed, mut size) = (0u32, 0u32, false, 0usize);
+                get(pool_info::SEGMENT, (&mut segment as *mut u32).cast())?;
+                if segment == sys::segment::GLOBAL {
+                    get(pool_info::GLOBAL_FLAGS, (&mut global_flags as *mut u32).cast())?;
+                }
+                get(
+                    pool_info::RUNTIME_ALLOC_ALLOWED,
+                    (&mut alloc_allowed as *mut bool).cast(),
+                )?;
+                get(pool_info::SIZE, (&mut size as *mut usize).cast())?;
+                Ok(PoolSummary {
+                    pool,
+                    segment,
+                    global_flags,
+                    alloc_allowed,
+                    size: size as u64,
+                })
+            })
+            .collect()
+    }
+
+    /// `size` bytes from `pool`; a pool without room is [`Error::OutOfMemory`], which the core answers
+    /// by freeing the blocks it caches and trying again.
+    pub fn pool_allocate(&self, pool: HsaMemoryPool, size: usize) -> Result<*mut c_void> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: `ptr` is writable.
+        let status = unsafe { (self.f().hsa_amd_memory_pool_allocate)(pool, size, 0, &mut ptr) };
+        if status == HSA_STATUS_ERROR_OUT_OF_RESOURCES {
+            return Err(Error::OutOfMemory { size });
+        }
+        self.check("hsa_amd_memory_pool_allocate", status)?;
+        Ok(ptr)
+    }
+
+    /// Frees what [`Api::pool_allocate`] returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `pool_allocate` and nothing uses it any more.
+    pub unsafe fn pool_free(&self, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("hsa_amd_memory_pool_free", unsafe {
+            (self.f().hsa_amd_memory_pool_free)(ptr)
+        })
+    }
+
+    /// Lets `agents` access the pool allocation at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` came from [`Api::pool_allocate`] and is not freed.
+    pub unsafe fn allow_access(&self, agents: &[HsaAgent], ptr: *const c_void) -> Result<()> {
+        // SAFETY: `agents` is readable for its length; `ptr` per this function's contract.
+        self.check("hsa_amd_agents_allow_access", unsafe {
+            (self.f().hsa_amd_agents_allow_access)(agents.len() as u32, agents.as_ptr(), std::ptr::null(), ptr)
+        })
+    }
+
+    /// Pins `size` bytes of host memory at `ptr` for every agent; returns the address agents use.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + size)` is mapped host memory that stays mapped until it is unlocked.
+    pub unsafe fn memory_lock(&self, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
+        let mut agent_ptr = std::ptr::null_mut();
+        // SAFETY: per this function's contract; with no agent list the runtime pins for all agents;
+        // `agent_ptr` is writable.
+        self.check("hsa_amd_memory_lock", unsafe {
+            (self.f().hsa_amd_memory_lock)(ptr, size, std::ptr::null_mut(), 0, &mut agent_ptr)
+        })?;
+        Ok(agent_ptr)
+    }
+
+    /// Undoes [`Api::memory_lock`] for the range that starts at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` starts a range this process locked, which no copy in flight uses.
+    pub unsafe fn memory_unlock(&self, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("hsa_amd_memory_unlock", unsafe {
+            (self.f().hsa_amd_memory_unlock)(ptr)
+        })
+    }
+
+    /// Copies `size` bytes from `src` to `dst` once every signal of `deps` is 0, then decrements
+    /// `completion`. As the stock plugin does, the GPU agent is named for both ends.
+    ///
+    /// # Safety
+    /// Both ranges are device-accessible (device memory, or pinned or pool host memory) and stay valid
+    /// until `completion` reaches 0.
+    pub unsafe fn async_copy(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        agent: HsaAgent,
+        deps: &[HsaSignal],
+        completion: HsaSignal,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract; `deps` is readable for its length.
+        self.check("hsa_amd_memory_async_copy", unsafe {
+            (self.f().hsa_amd_memory_async_copy)(
+                dst,
+                agent,
+                src,
+                agent,
+                size,
+                deps.len() as u32,
+                if deps.is_empty() {
+                    std::ptr::null()
+                } else {
+                    deps.as_ptr()
+                },
+                completion,
+            )
+        })
+    }
+
+    /// A new signal holding `initial`.
+    pub fn signal_create(&self, initial: HsaSignalValue) -> Result<HsaSignal> {
+        let mut signal = HsaSignal::default();
+        // SAFETY: no consumer list; `signal` is writable.
+        self.check("hsa_amd_signal_create", unsafe {
+            (self.f().hsa_amd_signal_create)(initial, 0, std::ptr::null(), 0, &mut signal)
+        })?;
+        Ok(signal)
+    }
+
+    /// Destroys a signal nothing waits on or will signal.
+    ///
+    /// # Safety
+    /// `signal` came from [`Api::signal_create`] and is destroyed once.
+    pub unsafe fn signal_destroy(&self, signal: HsaSignal) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("hsa_signal_destroy", unsafe { (self.f().hsa_signal_destroy)(signal) })
+    }
+
+    /// The signal's value, with acquire ordering.
+    pub fn signal_load(&self, signal: HsaSignal) -> HsaSignalValue {
+        // SAFETY: the plugin passes only live signals it created.
+        unsafe { (self.f().hsa_signal_load_scacquire)(signal) }
+    }
+
+    /// Sets the signal's value, with release ordering.
+    pub fn signal_store(&self, signal: HsaSignal, value: HsaSignalValue) {
+        // SAFETY: as for `signal_load`.
+        unsafe { (self.f().hsa_signal_store_screlease)(signal, value) }
+    }
+
+    /// Rings a queue's doorbell with the index of the packet last written.
+    pub fn ring_doorbell(&self, doorbell: HsaSignal, index: u64) {
+        // SAFETY: `doorbell` is a live queue's doorbell signal.
+        unsafe { (self.f().hsa_signal_store_relaxed)(doorbell, index as HsaSignalValue) }
+    }
+
+    /// Waits up to `timeout_ns` (a hint) for the signal to reach 0; returns its value then.
+    pub fn signal_wait_zero(&self, signal: HsaSignal, timeout_ns: u64) -> HsaSignalValue {
+        // SAFETY: as for `signal_load`.
+        unsafe {
+            (self.f().hsa_signal_wait_scacquire)(signal, signal_condition::EQ, 0, timeout_ns, wait_state::BLOCKED)
+        }
+    }
+
+    /// Runs `handler(arg)` on the runtime's thread once the signal reaches 0.
+    ///
+    /// # Safety
+    /// `arg` stays valid until the handler has run, and the handler is sound to run on another thread.
+    pub unsafe fn on_zero(&self, signal: HsaSignal, handler: sys::SignalHandler, arg: *mut c_void) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("hsa_amd_signal_async_handler", unsafe {
+            (self.f().hsa_amd_signal_async_handler)(signal, signal_condition::EQ, 0, handler, arg)
+        })
+    }
+
+    /// A queue of `size` packets on `agent`, whose errors reach `on_error` with `data`.
+    ///
+    /// # Safety
+    /// `data` is what `on_error` expects, alive until the queue is destroyed.
+    pub unsafe fn queue_create(
+        &self,
+        agent: HsaAgent,
+        size: u32,
+        on_error: sys::QueueErrorCallback,
+        data: *mut c_void,
+    ) -> Result<*mut HsaQueue> {
+        let mut queue = std::ptr::null_mut();
+        // SAFETY: `queue` is writable; `data` per this function's contract.
+        self.check("hsa_queue_create", unsafe {
+            (self.f().hsa_queue_create)(
+                agent,
+                size,
+                sys::queue_type::MULTI,
+                Some(on_error),
+                data,
+                u32::MAX,
+                u32::MAX,
+                &mut queue,
+            )
+        })?;
+        Ok(queue)
+    }
+
+    /// Destroys a queue with no packets in flight.
+    ///
+    /// # Safety
+    /// `queue` came from [`Api::queue_create`] and is destroyed once.
+    pub unsafe fn queue_destroy(&self, queue: *mut HsaQueue) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("hsa_queue_destroy", unsafe { (self.f().hsa_queue_destroy)(queue) })
+    }
+
+    /// Reserves the next packet slot of `queue`; returns its index.
+    ///
+    /// # Safety
+    /// `queue` is a live queue.
+    pub unsafe fn queue_reserve(&self, queue: *const HsaQueue) -> u64 {
+        // SAFETY: per this function's contract.
+        unsafe { (self.f().hsa_queue_add_write_index_relaxed)(queue, 1) }
+    }
+
+    /// The index of the next packet the agent will read.
+    ///
+    /// # Safety
+    /// `queue` is a live queue.
+    pub unsafe fn queue_read_index(&self, queue: *const HsaQueue) -> u64 {
+        // SAFETY: per this function's contract.
+        unsafe { (self.f().hsa_queue_load_read_index_scacquire)(queue) }
+    }
+
+    /// Loads a code object onto `agent` in a new frozen executable.
+    pub fn load_executable(&self, agent: HsaAgent, image: &[u8]) -> Result<(HsaExecutable, HsaCodeObjectReader)> {
+        let mut reader = HsaCodeObjectReader::default();
+        // SAFETY: `image` is readable for its length and outlives the reader (the caller keeps the
+        // bytes until the executable is destroyed); `reader` is writable.
+        self.check("hsa_code_object_reader_create_from_memory", unsafe {
+            (self.f().hsa_code_object_reader_create_from_memory)(image.as_ptr().cast(), image.len(), &mut reader)
+        })?;
+        let mut executable = HsaExecutable::default();
+        let built = (|| {
+            // SAFETY: `executable` is writable; empty options.
+            self.check("hsa_executable_create_alt", unsafe {
+                (self.f().hsa_executable_create_alt)(
+                    sys::profile::FULL,
+                    sys::float_rounding_mode::ZERO,
+                    c"".as_ptr(),
+                    &mut executable,
+                )
+            })?;
+            // SAFETY: live executable and reader; no loaded-code-object handle wanted.
+            self.check("hsa_executable_load_agent_code_object", unsafe {
+                (self.f().hsa_executable_load_agent_code_object)(
+                    executable,
+                    agent,
+                    reader,
+                    c"".as_ptr(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+            // SAFETY: a live executable.
+            self.check("hsa_executable_freeze", unsafe {
+                (self.f().hsa_executable_freeze)(executable, c"".as_ptr())
+            })?;
+            let mut result = 0u32;
+            // SAFETY: a live executable; `result` is writable.
+            self.check("hsa_executable_validate", unsafe {
+                (self.f().hsa_executable_validate)(executable, &mut result)
+            })?;
+            if result != 0 {
+                return Err(Error::BadImage(format!(
+                    "the HSA runtime found the code object invalid (hsa_executable_validate result {result:#x})"
+                )));
+            }
+            Ok(())
+        })();
+        match built {
+            Ok(()) => Ok((executable, reader)),
+            Err(e) => {
+                // SAFETY: both are live and used by nothing else; errors here add nothing to `e`.
+                unsafe {
+                    if executable.handle != 0 {
+                        (self.f().hsa_executable_destroy)(executable);
+                    }
+                    (self.f().hsa_code_object_reader_destroy)(reader);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Destroys an executable and the reader it was loaded from.
+    ///
+    /// # Safety
+    /// Both came from one [`Api::load_executable`] and are destroyed once; no kernel of it runs.
+    pub unsafe fn destroy_executable(&self, executable: HsaExecutable, reader: HsaCodeObjectReader) -> Result<()> {
+        // SAFETY: per this function's contract.
+        let destroyed = self.check("hsa_executable_destroy", unsafe {
+            (self.f().hsa_executable_destroy)(executable)
+        });
+        // SAFETY: as above.
+        let released = self.check("hsa_code_object_reader_destroy", unsafe {
+            (self.f().hsa_code_object_reader_destroy)(reader)
+        });
+        destroyed.and(released)
+    }
+
+    /// The symbol `name` of `executable` for `agent`; `Ok(None)` when it has none of that name.
+    pub fn symbol(
+        &self,
+        executable: HsaExecutable,
+        agent: HsaAgent,
+        name: &CStr,
+    ) -> Result<Option<HsaExecutableSymbol>> {
+        let mut symbol = HsaExecutableSymbol::default();
+        // SAFETY: `name` is NUL-terminated; `agent` and `symbol` are readable/writable.
+        let status =
+            unsafe { (self.f().hsa_executable_get_symbol_by_name)(executable, name.as_ptr(), &agent, &mut symbol) };
+        if status == HSA_STATUS_ERROR_INVALID_SYMBOL_NAME {
+            return Ok(None);
+        }
+        self.check("hsa_executable_get_symbol_by_name", status)?;
+        Ok(Some(symbol))
+    }
+
+    fn symbol_u32(&self, symbol: HsaExecutableSymbol, attribute: u32) -> Result<u32> {
+        let mut value = 0u32;
+        // SAFETY: every attribute read through here is a u32.
+        self.check("hsa_executable_symbol_get_info", unsafe {
+            (self.f().hsa_executable_symbol_get_info)(symbol, attribute, (&mut value as *mut u32).cast())
+        })?;
+        Ok(value)
+    }
+
+    fn symbol_u64(&self, symbol: HsaExecutableSymbol, attribute: u32) -> Result<u64> {
+        let mut value = 0u64;
+        // SAFETY: every attribute read through here is a u64.
+        self.check("hsa_executable_symbol_get_info", unsafe {
+            (self.f().hsa_executable_symbol_get_info)(symbol, attribute, (&mut value as *mut u64).cast())
+        })?;
+        Ok(value)
+    }
+
+    /// The symbol's kind (`HSA_SYMBOL_KIND_*`).
+    pub fn symbol_kind(&self, symbol: HsaExecutableSymbol) -> Result<u32> {
+        self.symbol_u32(symbol, symbol_info::TYPE)
+    }
+
+    /// A kernel symbol's descriptor address and segment sizes.
+    pub fn kernel_info(&self, symbol: HsaExecutableSymbol) -> Result<KernelSymbolInfo> {
+        Ok(KernelSymbolInfo {
+            object: self.symbol_u64(symbol, symbol_info::KERNEL_OBJECT)?,
+            kernarg_segment_size: self.symbol_u32(symbol, symbol_info::KERNEL_KERNARG_SEGMENT_SIZE)?,
+            group_segment_size: self.symbol_u32(symbol, symbol_info::KERNEL_GROUP_SEGMENT_SIZE)?,
+            private_segment_size: self.symbol_u32(symbol, symbol_info::KERNEL_PRIVATE_SEGMENT_SIZE)?,
+        })
+    }
+
+    /// A variable symbol's device address and size.
+    pub fn variable_info(&self, symbol: HsaExecutableSymbol) -> Result<(u64, u32)> {
+        Ok((
+            self.symbol_u64(symbol, symbol_info::VARIABLE_ADDRESS)?,
+            self.symbol_u32(symbol, symbol_info::VARIABLE_SIZE)?,
+        ))
+    }
+
+    /// Sends memory-fault and other system events to `handler` with `data`.
+    ///
+    /// # Safety
+    /// `data` is what `handler` expects, alive for the rest of the process.
+    pub unsafe fn on_system_event(&self, handler: sys::SystemEventCallback, data: *mut c_void) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("hsa_amd_register_system_event_handler", unsafe {
+            (self.f().hsa_amd_register_system_event_handler)(handler, data)
+        })
+    }
+
+    /// Whether `status` is one a callback may return to go on (success) or stop early (`INFO_BREAK`).
+    pub fn is_success(status: HsaStatus) -> bool {
+        status == HSA_STATUS_SUCCESS || status == HSA_STATUS_INFO_BREAK
+    }
+
+    /// `name` as a C string, for symbol lookups.
+    pub fn c_name(name: &str) -> Option<CString> {
+        CString::new(name).ok()
+    }
+
     /// `HSA_AGENT_INFO_NAME`: a 64-byte NUL-padded string.
     pub fn agent_name(&self, agent: HsaAgent) -> Result<String> {
         let mut name = [0u8; 65];
@@ -135,6 +590,34 @@ impl Api {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default())
     }
+}
+
+/// One memory pool of an agent, as the plugin classifies pools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSummary {
+    /// The runtime's handle.
+    pub pool: HsaMemoryPool,
+    /// `HSA_AMD_MEMORY_POOL_INFO_SEGMENT` (only global pools hold allocations the plugin makes).
+    pub segment: u32,
+    /// `HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS`: kernarg, fine- or coarse-grained.
+    pub global_flags: u32,
+    /// Whether the plugin may allocate from it.
+    pub alloc_allowed: bool,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// A kernel's descriptor as the executable reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSymbolInfo {
+    /// The address of its kernel descriptor, which a dispatch packet names.
+    pub object: u64,
+    /// Bytes the kernel reads from its kernarg segment.
+    pub kernarg_segment_size: u32,
+    /// Static group (LDS) memory per work-group.
+    pub group_segment_size: u32,
+    /// Scratch per work-item.
+    pub private_segment_size: u32,
 }
 
 /// Whether an agent is a GPU the plugin offers as a device.

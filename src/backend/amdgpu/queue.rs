@@ -1,0 +1,280 @@
+//! Ordered work on an AMD GPU, as LLVM 16's stock AMDGPU plugin orders it: signals from a per-device
+//! pool (1 while pending, 0 when done), HSA queues that streams share round robin, AQL packets written
+//! slot by slot with the header stored last, and streams that chain each operation to the previous
+//! one's signal (a barrier-AND packet before a kernel, a dependency of an async copy). Unlike the
+//! stock plugin, a wait never blocks for ever: it looks at the device's health between waits, so a
+//! queue error or a memory fault fails the operation instead of hanging or aborting the process.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::runtime::Api;
+use super::sys::{self, fence_scope, packet_header, packet_type, BarrierAndPacket, HsaQueue, HsaSignal, HsaStatus};
+use crate::util::error::{Error, Result, HSA};
+use crate::util::sync::lock;
+
+/// How long one wait blocks before the device's health is looked at again.
+const WAIT_SLICE_NS: u64 = 50_000_000;
+
+/// What went wrong on a device, set by the runtime's callbacks (queue errors, memory faults), after
+/// which every wait on the device fails with it.
+#[derive(Default)]
+pub struct Health {
+    failure: Mutex<Option<Error>>,
+}
+
+impl Health {
+    /// Records the first failure.
+    pub fn fail(&self, error: Error) {
+        lock(&self.failure).get_or_insert(error);
+    }
+
+    /// The recorded failure, if any.
+    pub fn check(&self) -> Result<()> {
+        match &*lock(&self.failure) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Called by the runtime when a queue fails (a kernel aborted, a bad packet).
+///
+/// # Safety
+/// `data` is the [`Health`] the queue was created with, alive for as long as the queue.
+pub unsafe extern "C" fn on_queue_error(status: HsaStatus, _queue: *mut HsaQueue, data: *mut c_void) {
+    // SAFETY: `data` is the `Health` the queue was created with, which outlives the queue.
+    let health = unsafe { &*data.cast::<Health>() };
+    health.fail(Error::Driver {
+        driver: HSA,
+        call: "a kernel or packet on the device's queue",
+        code: i64::from(status),
+        name: sys::status_name(status)
+            .unwrap_or("an unknown hsa_status_t")
+            .to_string(),
+    });
+}
+
+/// The signals of one device: taken for an operation, given back when nothing refers to it.
+pub struct SignalPool {
+    api: Api,
+    free: Mutex<Vec<HsaSignal>>,
+}
+
+impl SignalPool {
+    /// A pool with `initial` signals made up front.
+    pub fn new(api: Api, initial: usize) -> Result<Arc<SignalPool>> {
+        let pool = Arc::new(SignalPool {
+            api,
+            free: Mutex::new(Vec::with_capacity(initial)),
+        });
+        for _ in 0..initial {
+            let signal = api.signal_create(0)?;
+            lock(&pool.free).push(signal);
+        }
+        Ok(pool)
+    }
+
+    /// A signal set to 1 (pending).
+    pub fn take(self: &Arc<Self>) -> Result<Arc<Signal>> {
+        let raw = match lock(&self.free).pop() {
+            Some(raw) => raw,
+            None => self.api.signal_create(1)?,
+        };
+        self.api.signal_store(raw, 1);
+        Ok(Arc::new(Signal {
+            raw,
+            pool: Arc::clone(self),
+        }))
+    }
+
+    /// Destroys every signal given back; the first failure is reported, the rest still destroyed.
+    pub fn destroy_all(&self) -> Result<()> {
+        let signals = std::mem::take(&mut *lock(&self.free));
+        let mut result = Ok(());
+        for signal in signals {
+            // SAFETY: signals in the free list are live and referred to by nothing.
+            let destroyed = unsafe { self.api.signal_destroy(signal) };
+            result = result.and(destroyed);
+        }
+        result
+    }
+}
+
+/// A pooled signal, given back to its pool when the last reference goes.
+pub struct Signal {
+    raw: HsaSignal,
+    pool: Arc<SignalPool>,
+}
+
+impl Signal {
+    /// The runtime's handle.
+    pub fn raw(&self) -> HsaSignal {
+        self.raw
+    }
+
+    /// Whether the operation it marks has finished.
+    pub fn is_done(&self) -> bool {
+        self.pool.api.signal_load(self.raw) == 0
+    }
+
+    /// Waits until the operation it marks has finished, or the device has failed.
+    pub fn wait(&self, health: &Health) -> Result<()> {
+        loop {
+            if self.pool.api.signal_wait_zero(self.raw, WAIT_SLICE_NS) == 0 {
+                return Ok(());
+            }
+            health.check()?;
+        }
+    }
+}
+
+impl Drop for Signal {
+    fn drop(&mut self) {
+        lock(&self.pool.free).push(self.raw);
+    }
+}
+
+/// One HSA queue of a device; streams share it, so packet slots are reserved under a lock.
+pub struct AqlQueue {
+    api: Api,
+    raw: *mut HsaQueue,
+    slots: Mutex<()>,
+    /// What the queue's error callback writes to, kept alive as long as the queue.
+    _health: Arc<Health>,
+}
+
+// SAFETY: an HSA queue may be used from any thread; slot reservation is serialised by `slots`.
+unsafe impl Send for AqlQueue {}
+// SAFETY: as above.
+unsafe impl Sync for AqlQueue {}
+
+/// The header of an AQL packet of `kind`, with system-scope acquire and release fences and no
+/// barrier bit, as the stock plugin writes it (0x1402 for a dispatch, 0x1403 for a barrier-AND).
+pub const fn packet_header(kind: u16) -> u16 {
+    kind << packet_header::TYPE
+        | fence_scope::SYSTEM << packet_header::ACQUIRE_FENCE_SCOPE
+        | fence_scope::SYSTEM << packet_header::RELEASE_FENCE_SCOPE
+}
+
+impl AqlQueue {
+    /// A queue of `size` packets (rounded down to a power of two) on `agent`, whose errors go to
+    /// `health`.
+    pub fn create(api: Api, agent: sys::HsaAgent, size: usize, health: &Arc<Health>) -> Result<AqlQueue> {
+        let size = 1u32 << (usize::BITS - 1 - size.max(2).leading_zeros()).min(31);
+        // SAFETY: `on_queue_error` reads a `Health`; the queue holds a reference to it until after it
+        // is destroyed.
+        let raw = unsafe { api.queue_create(agent, size, on_queue_error, Arc::as_ptr(health).cast_mut().cast()) }?;
+        Ok(AqlQueue {
+            api,
+            raw,
+            slots: Mutex::new(()),
+            _health: Arc::clone(health),
+        })
+    }
+
+    /// Destroys the queue; nothing may be in flight on it.
+    pub fn destroy(self) -> Result<()> {
+        // SAFETY: `raw` was created by `create` and is destroyed once (this takes `self`).
+        unsafe { self.api.queue_destroy(self.raw) }
+    }
+
+    /// Writes one packet: `body` fills its 64 bytes but the first 4, then the header (and `setup`)
+    /// are stored with release ordering, which hands the packet to the device, and the doorbell rung.
+    fn push(&self, header: u16, setup: u16, body: impl FnOnce(*mut u8), health: &Health) -> Result<()> {
+        let _slots = lock(&self.slots);
+        // SAFETY: `raw` is a live queue for the life of `self`.
+        let (size, base, doorbell) = unsafe {
+            (
+                (*self.raw).size as u64,
+                (*self.raw).base_address,
+                (*self.raw).doorbell_signal,
+            )
+        };
+        // SAFETY: as above.
+        let index = unsafe { self.api.queue_reserve(self.raw) };
+        // Wait for the device to free the slot (the ring is full while index - read >= size).
+        loop {
+            // SAFETY: as above.
+            let read = unsafe { self.api.queue_read_index(self.raw) };
+            if index - read < size {
+                break;
+            }
+            health.check()?;
+            std::thread::yield_now();
+        }
+        // SAFETY: the slot `index % size` of the ring (64-byte packets) is reserved for this packet
+        // and free; the header word is written last, atomically, as the AQL protocol requires.
+        unsafe {
+            let slot = base.cast::<u8>().add(((index % size) * 64) as usize);
+            std::ptr::write_bytes(slot.add(4), 0, 60);
+            body(slot);
+            AtomicU32::from_ptr(slot.cast::<u32>())
+                .store(u32::from(header) | u32::from(setup) << 16, Ordering::Release);
+        }
+        self.api.ring_doorbell(doorbell, index);
+        Ok(())
+    }
+
+    /// Queues a kernel dispatch on a 1-D grid.
+    pub fn dispatch(&self, launch: &Dispatch, completion: HsaSignal, health: &Health) -> Result<()> {
+        self.push(
+            packet_header(packet_type::KERNEL_DISPATCH),
+            1 << sys::KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
+            |slot| {
+                let packet = slot.cast::<sys::KernelDispatchPacket>();
+                // SAFETY: `slot` is a reserved, 64-byte aligned packet slot (see `push`).
+                unsafe {
+                    (*packet).workgroup_size_x = launch.threads as u16;
+                    (*packet).workgroup_size_y = 1;
+                    (*packet).workgroup_size_z = 1;
+                    (*packet).grid_size_x = launch.teams.saturating_mul(launch.threads);
+                    (*packet).grid_size_y = 1;
+                    (*packet).grid_size_z = 1;
+                    (*packet).private_segment_size = launch.private_segment_size;
+                    (*packet).group_segment_size = launch.group_segment_size;
+                    (*packet).kernel_object = launch.kernel_object;
+                    (*packet).kernarg_address = launch.kernargs;
+                    (*packet).completion_signal = completion;
+                }
+            },
+            health,
+        )
+    }
+
+    /// Queues a barrier that holds back later packets until every signal of `deps` (at most 5) is 0.
+    pub fn barrier(&self, deps: &[HsaSignal], completion: HsaSignal, health: &Health) -> Result<()> {
+        self.push(
+            packet_header(packet_type::BARRIER_AND),
+            0,
+            |slot| {
+                let packet = slot.cast::<BarrierAndPacket>();
+                // SAFETY: `slot` is a reserved packet slot (see `push`).
+                unsafe {
+                    for (dep, signal) in (*packet).dep_signal.iter_mut().zip(deps) {
+                        *dep = *signal;
+                    }
+                    (*packet).completion_signal = completion;
+                }
+            },
+            health,
+        )
+    }
+}
+
+/// A kernel launch as the dispatch packet carries it.
+pub struct Dispatch {
+    /// The kernel descriptor's address.
+    pub kernel_object: u64,
+    /// The kernarg buffer (device-accessible host memory from the kernarg pool).
+    pub kernargs: *mut c_void,
+    /// Work-groups.
+    pub teams: u32,
+    /// Work-items per work-group.
+    pub threads: u32,
+    /// Static plus dynamic group (LDS) memory per work-group.
+    pub group_segment_size: u32,
+    /// Scratch per work-item.
+    pub private_segment_size: u32,
+}
