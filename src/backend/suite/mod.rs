@@ -4,7 +4,7 @@
 //! each backend's simulated driver through a [`Harness`].
 //!
 //! A backend plugs in by implementing [`Harness`] over its simulated driver (the CUDA backend's is in
-//! `cuda/harness.rs`) and instantiating the suite with
+//! `cuda/harness.rs`, the fake backend's in `plugin/tests.rs`) and instantiating the suite with
 //! [`backend_suite!`](crate::backend_suite): `backend_suite!(cuda, CudaHarness);` makes one `#[test]` per
 //! suite test in a module `suite::cuda`, so that `cargo test --lib suite::cuda::` runs them all.
 //! Everything the suite cannot say without naming the driver (which calls an operation makes, what a
@@ -975,3 +975,4 @@ macro_rules! backend_suite {
 
 // The harnesses, each beside the backend it drives; `suite::<name>::` runs the suite on one.
 crate::backend_suite!(cuda, crate::backend::cuda::harness::CudaHarness);
+crate::backend_suite!(fake, crate::plugin::tests::FakeHarness);
