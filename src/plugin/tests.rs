@@ -43,9 +43,9 @@ struct World {
     module_memory: HashMap<usize, usize>,
     /// Modules' globals by name: name -> (address, size).
     module_globals: HashMap<String, (usize, usize)>,
-    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // without host services nothing is served
     /// Calls that would deadlock on a real GPU: an allocation or free while serving a kernel's host
     /// call (so while that kernel is in flight).
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // without host services nothing is served
     violations: Vec<String>,
     device_allocs: usize,
     /// Bytes of device and host memory that may be allocated at once, when a test says.

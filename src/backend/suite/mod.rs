@@ -126,8 +126,8 @@ pub(crate) trait Harness: Sized {
     fn program(&self) -> TestProgram;
     /// Threads per team and teams the device uses when the program does not say.
     fn default_geometry(&self) -> (u32, u32);
-    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
     /// The device's memory in bytes, from which the core sizes device code's heap.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
     fn device_memory(&self) -> u64;
     /// The driver's own device handle that interop gives for `device`.
     fn native_device_id(&self, device: usize) -> usize;
@@ -169,15 +169,15 @@ pub(crate) trait Harness: Sized {
     fn limit_memory(&self, extra: usize);
     /// Whether what is allocated is within the limit `limit_memory` set.
     fn within_memory_limit(&self) -> bool;
-    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
     /// Blocks the driver owns at their addresses (device memory, pinned host memory): address → size.
-    fn memory_blocks(&self) -> Vec<(usize, usize)>;
     #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn memory_blocks(&self) -> Vec<(usize, usize)>;
     /// Calls the driver refused because they would deadlock on a real device (an allocation while a
     /// kernel that calls the host runs).
-    fn violations(&self) -> Vec<String>;
     #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn violations(&self) -> Vec<String>;
     /// Address and size of the module's global `name` in the one loaded module.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
     fn module_global(&self, name: &str) -> Option<(usize, usize)>;
 }
 
