@@ -11,6 +11,8 @@ pub mod amdgpu;
 pub mod cuda;
 pub mod gpu;
 pub mod host;
+#[cfg(test)]
+pub(crate) mod suite;
 
 use std::ffi::{c_void, CStr};
 

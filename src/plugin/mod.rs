@@ -15,7 +15,7 @@ pub mod pinned;
 pub mod pool;
 pub mod rpc_link;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::ffi::{c_void, CString};
 

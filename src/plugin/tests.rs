@@ -1,15 +1,18 @@
 //! The core driven by a fake GPU backend: device memory the host cannot touch directly (so every copy
-//! must go the right way), queues and events with non-pointer handles (as CUDA's are), modules read from
-//! real ELF bytes, pinned memory at a different device address, and a log of every hook called, so
-//! that the core's rules — queues per async info, launch geometry, the device environment, global
-//! checks, the memory manager, pinned ranges, exchange, interop and teardown order — are checked
-//! without a GPU.
+//! must go the right way), queues whose work runs only when they are synchronised or queried, events
+//! that mark positions in them, queues and events with non-pointer handles (as CUDA's are), modules
+//! read from real ELF bytes, pinned memory at a different device address, kernels run as Rust closures,
+//! and a log of every hook called, any of which can be made to fail once. The core's own rules — queues
+//! per async info, launch geometry, the device environment, global checks, the memory manager, pinned
+//! ranges, exchange, interop and teardown order — are checked here without a GPU, and the backend test
+//! suite (`backend::suite`) runs on the fake through [`FakeHarness`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_void, CStr, CString};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{Core, HostEntry, LaunchRequest, PluginApi};
+use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
 use crate::backend::{
     AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice,
 };
@@ -17,14 +20,46 @@ use crate::util::config::{BackendKind, Config};
 use crate::util::elf;
 use crate::util::error::{Error, Result};
 
+/// Work queued on a fake queue.
+enum Work {
+    Copy { dst: usize, src: usize, len: usize },
+    Run { body: Option<KernelBody>, args: Vec<u64> },
+    Record { event: usize },
+}
+
 /// What the fake backend saw.
 #[derive(Default)]
 struct World {
     log: Vec<String>,
+    /// Every hook's name, in the order they were called (see `FakeGpu::enter`).
+    calls: Vec<&'static str>,
+    /// The hook whose next call fails.
+    fail: Option<&'static str>,
     /// Device allocations: address -> size.
     device_memory: HashMap<usize, usize>,
+    /// Pinned host allocations: address -> size.
+    host_memory: HashMap<usize, usize>,
+    /// Modules' globals: address -> size, freed with their module.
+    module_memory: HashMap<usize, usize>,
+    /// Modules' globals by name: name -> (address, size).
+    module_globals: HashMap<String, (usize, usize)>,
+    /// Calls that would deadlock on a real GPU: an allocation or free while serving a kernel's host
+    /// call (so while that kernel is in flight).
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // without host services nothing is served
+    violations: Vec<String>,
     device_allocs: usize,
+    /// Bytes of device and host memory that may be allocated at once, when a test says.
+    capacity: Option<usize>,
     next_handle: usize,
+    modules: HashSet<usize>,
+    queues: HashMap<usize, VecDeque<Work>>,
+    /// Event -> (queue recorded on, whether the recording was reached).
+    events: HashMap<usize, Option<(usize, bool)>>,
+    /// Initialised devices.
+    devices: HashSet<usize>,
+    /// Pinned host ranges -> the devices that pinned them.
+    pinned: HashMap<usize, HashSet<usize>>,
+    bodies: HashMap<String, (usize, KernelBody)>,
     launches: Vec<(String, LaunchGeometry, Vec<usize>, usize)>,
     fail_alloc_once: bool,
     exchangeable: bool,
@@ -39,23 +74,88 @@ impl World {
         let p = ptr as usize;
         self.device_memory
             .iter()
+            .chain(&self.module_memory)
             .any(|(&start, &len)| p >= start && p + size <= start + len)
+    }
+
+    fn allocated_bytes(&self) -> usize {
+        self.device_memory.values().chain(self.host_memory.values()).sum()
+    }
+}
+
+/// The world, locked, with this thread's allocations not counted (the fake's bookkeeping is not the
+/// plugin's, which `a_launch_allocates_nothing_on_the_host` counts).
+struct Locked<'a> {
+    world: MutexGuard<'a, World>,
+    _paused: crate::util::alloc_count::Paused,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.world
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+}
+
+fn lock(world: &Mutex<World>) -> Locked<'_> {
+    let paused = crate::util::alloc_count::pause();
+    Locked {
+        world: world.lock().unwrap_or_else(|e| e.into_inner()),
+        _paused: paused,
     }
 }
 
 struct FakeGpu {
     world: Arc<Mutex<World>>,
+    devices: usize,
 }
 
 struct FakeModule {
+    id: usize,
     bytes: Vec<u8>,
     /// Device copies of the image's globals: name -> (address, size).
     globals: HashMap<Vec<u8>, (usize, usize)>,
 }
 
+/// The error of a hook made to fail.
+fn injected(call: &'static str) -> Error {
+    Error::Driver {
+        driver: "fake",
+        call,
+        code: 999,
+        name: "FAKE_ERROR_INJECTED".into(),
+    }
+}
+
 impl FakeGpu {
-    fn world(&self) -> std::sync::MutexGuard<'_, World> {
-        self.world.lock().unwrap()
+    fn world(&self) -> Locked<'_> {
+        lock(&self.world)
+    }
+
+    /// Logs a call of hook `call`; fails it when a test armed it. An allocation or free made while
+    /// serving a kernel's host call (so while that kernel is in flight) is recorded in `violations` and
+    /// fails, as the simulated CUDA driver does: on a real GPU it can deadlock.
+    fn enter(&self, call: &'static str) -> Result<()> {
+        let mut world = self.world();
+        world.calls.push(call);
+        #[cfg(feature = "rpc")]
+        if (call.starts_with("alloc") || call.starts_with("free")) && crate::rpc::server::this_thread_is_serving() {
+            world
+                .violations
+                .push(format!("{call} while serving a host call of a running kernel"));
+            return Err(injected(call));
+        }
+        if world.fail == Some(call) {
+            world.fail = None;
+            return Err(injected(call));
+        }
+        Ok(())
     }
 
     fn device_alloc(&self, size: usize) -> *mut c_void {
@@ -73,10 +173,54 @@ impl FakeGpu {
         world.next_handle
     }
 
+    /// Queues `work` on `queue`.
+    fn queue(&self, queue: usize, work: Work) -> Result<()> {
+        let mut world = self.world();
+        let q = world
+            .queues
+            .get_mut(&queue)
+            .ok_or_else(|| Error::InvalidArg(format!("fake queue {queue} does not exist")))?;
+        q.push_back(work);
+        Ok(())
+    }
+
+    /// Runs a queue's work in order, outside the lock (a kernel body may call the core).
+    fn drain(&self, queue: usize) {
+        loop {
+            let work = self.world().queues.get_mut(&queue).and_then(VecDeque::pop_front);
+            match work {
+                None => return,
+                Some(Work::Copy { dst, src, len }) => {
+                    // SAFETY: the core queued a copy between ranges valid for `len` bytes until the
+                    // queue is synchronised, which is now.
+                    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
+                }
+                Some(Work::Run { body, args }) => {
+                    if let Some(body) = body {
+                        body(&args);
+                    }
+                }
+                Some(Work::Record { event }) => {
+                    if let Some(Some((_, reached))) = self.world().events.get_mut(&event) {
+                        *reached = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A failed queue loses its work, as a driver's failed stream does.
+    fn fail_queue(&self, queue: usize, err: Error) -> Error {
+        if let Some(q) = self.world().queues.get_mut(&queue) {
+            q.clear();
+        }
+        err
+    }
+
     /// A copy that must go `direction` ("h2d": host to device memory, "d2h": the other way).
     ///
     /// # Safety
-    /// Both ranges hold `size` bytes.
+    /// Both ranges hold `size` bytes until `queue` is synchronised.
     unsafe fn copy(
         &self,
         direction: &str,
@@ -85,22 +229,29 @@ impl FakeGpu {
         size: usize,
         queue: usize,
     ) -> Result<()> {
-        let mut world = self.world();
-        let to_device = direction == "h2d";
-        assert_eq!(
-            world.is_device(dst, size),
-            to_device,
-            "{direction}: destination on the wrong side"
-        );
-        assert_eq!(
-            world.is_device(src, size),
-            !to_device,
-            "{direction}: source on the wrong side"
-        );
-        world.note(format!("{direction} {size} on {queue}"));
-        // SAFETY: per this function's contract.
-        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
-        Ok(())
+        {
+            let mut world = self.world();
+            let to_device = direction == "h2d";
+            assert_eq!(
+                world.is_device(dst, size),
+                to_device,
+                "{direction}: destination on the wrong side"
+            );
+            assert_eq!(
+                world.is_device(src, size),
+                !to_device,
+                "{direction}: source on the wrong side"
+            );
+            world.note(format!("{direction} {size} on {queue}"));
+        }
+        self.queue(
+            queue,
+            Work::Copy {
+                dst: dst as usize,
+                src: src as usize,
+                len: size,
+            },
+        )
     }
 }
 
@@ -115,11 +266,11 @@ impl Backend for FakeGpu {
     }
 
     fn device_count(&self) -> usize {
-        2
+        self.devices
     }
 
     fn device_count_reason(&self) -> String {
-        "two fake GPUs".into()
+        format!("{} fake GPUs", self.devices)
     }
 
     fn is_compatible_image(&self, header: &[u8], _image_len: usize, arch: Option<&str>) -> bool {
@@ -127,7 +278,10 @@ impl Backend for FakeGpu {
     }
 
     fn init_device(&self, device: usize) -> Result<DeviceLimits> {
-        self.world().note(format!("init {device}"));
+        self.enter("init_device")?;
+        let mut world = self.world();
+        world.note(format!("init {device}"));
+        world.devices.insert(device);
         Ok(DeviceLimits {
             lane_size: 32,
             max_threads: 1024,
@@ -145,11 +299,15 @@ impl Backend for FakeGpu {
     }
 
     fn deinit_device(&self, device: usize) -> Result<()> {
-        self.world().note(format!("deinit {device}"));
+        self.enter("deinit_device")?;
+        let mut world = self.world();
+        world.note(format!("deinit {device}"));
+        world.devices.remove(&device);
         Ok(())
     }
 
     fn load_module(&self, device: usize, image: &[u8]) -> Result<FakeModule> {
+        self.enter("load_module")?;
         let parsed = elf::Image::parse(image).ok_or_else(|| Error::BadImage("not ELF".into()))?;
         let mut globals = HashMap::new();
         let mut placed = Vec::new();
@@ -163,7 +321,14 @@ impl Backend for FakeGpu {
         ] {
             if let Some(symbol) = parsed.symbol(name) {
                 let size = symbol.size as usize;
-                let addr = self.device_alloc(size) as usize;
+                // SAFETY: calloc has no preconditions.
+                let addr = unsafe { libc::calloc(1, size) } as usize;
+                let mut world = self.world();
+                world.module_memory.insert(addr, size);
+                world
+                    .module_globals
+                    .insert(String::from_utf8_lossy(name).into_owned(), (addr, size));
+                drop(world);
                 if let Some(bytes) = parsed.symbol_bytes(&symbol) {
                     // SAFETY: `addr` holds `size` bytes, as many as `bytes`.
                     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, size) };
@@ -184,19 +349,33 @@ impl Backend for FakeGpu {
                 unsafe { std::ptr::write_unaligned(addr as *mut u64, target as u64) };
             }
         }
-        self.world().note(format!("load {device}"));
+        let id = self.handle();
+        let mut world = self.world();
+        world.note(format!("load {device}"));
+        world.modules.insert(id);
         Ok(FakeModule {
+            id,
             bytes: image.to_vec(),
             globals,
         })
     }
 
-    fn unload_module(&self, device: usize, _module: FakeModule) -> Result<()> {
-        self.world().note(format!("unload {device}"));
+    fn unload_module(&self, device: usize, module: FakeModule) -> Result<()> {
+        self.enter("unload_module")?;
+        let mut world = self.world();
+        world.note(format!("unload {device}"));
+        world.modules.remove(&module.id);
+        for &(addr, _) in module.globals.values() {
+            world.module_memory.remove(&addr);
+            world.module_globals.retain(|_, (a, _)| *a != addr);
+            // SAFETY: the module's globals came from calloc in `load_module` and die with it.
+            unsafe { libc::free(addr as *mut c_void) };
+        }
         Ok(())
     }
 
     fn kernel(&self, _device: usize, module: &FakeModule, name: &CStr) -> Result<KernelSymbol<String>> {
+        self.enter("kernel")?;
         let image = elf::Image::parse(&module.bytes).unwrap();
         image.symbol(name.to_bytes()).ok_or_else(|| Error::MissingSymbol {
             image: "fake".into(),
@@ -209,6 +388,7 @@ impl Backend for FakeGpu {
     }
 
     fn global(&self, _device: usize, module: &FakeModule, name: &CStr) -> Result<GlobalSymbol> {
+        self.enter("global")?;
         let &(addr, size) = module
             .globals
             .get(name.to_bytes())
@@ -223,23 +403,45 @@ impl Backend for FakeGpu {
     }
 
     fn alloc(&self, _device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void> {
-        if std::mem::take(&mut self.world().fail_alloc_once) {
-            return Err(Error::OutOfMemory { size });
+        self.enter(if kind == AllocKind::Host {
+            "alloc_host"
+        } else {
+            "alloc_device"
+        })?;
+        {
+            let mut world = self.world();
+            let full = world
+                .capacity
+                .is_some_and(|capacity| world.allocated_bytes() + size > capacity);
+            if std::mem::take(&mut world.fail_alloc_once) || full {
+                return Err(Error::OutOfMemory { size });
+            }
         }
         Ok(match kind {
-            // SAFETY: malloc has no preconditions.
-            AllocKind::Host => unsafe { libc::malloc(size) },
+            AllocKind::Host => {
+                // SAFETY: malloc has no preconditions.
+                let ptr = unsafe { libc::malloc(size) };
+                self.world().host_memory.insert(ptr as usize, size);
+                ptr
+            }
             _ => self.device_alloc(size),
         })
     }
 
     unsafe fn free(&self, _device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
-        if kind != AllocKind::Host {
+        self.enter(if kind == AllocKind::Host {
+            "free_host"
+        } else {
+            "free_device"
+        })?;
+        {
             let mut world = self.world();
-            assert!(
-                world.device_memory.remove(&(ptr as usize)).is_some(),
-                "freeing unknown device memory"
-            );
+            let memory = if kind == AllocKind::Host {
+                &mut world.host_memory
+            } else {
+                &mut world.device_memory
+            };
+            assert!(memory.remove(&(ptr as usize)).is_some(), "freeing unknown memory");
         }
         // SAFETY: the pointer came from calloc/malloc above.
         unsafe { libc::free(ptr) };
@@ -254,6 +456,7 @@ impl Backend for FakeGpu {
         size: usize,
         queue: &usize,
     ) -> Result<()> {
+        self.enter("copy_to_device")?;
         // SAFETY: forwarded from the trait method's contract.
         unsafe { self.copy("h2d", dst, src, size, *queue) }
     }
@@ -266,6 +469,7 @@ impl Backend for FakeGpu {
         size: usize,
         queue: &usize,
     ) -> Result<()> {
+        self.enter("copy_to_host")?;
         // SAFETY: forwarded from the trait method's contract.
         unsafe { self.copy("d2h", dst, src, size, *queue) }
     }
@@ -283,12 +487,24 @@ impl Backend for FakeGpu {
         size: usize,
         queue: &usize,
     ) -> Result<()> {
-        let mut world = self.world();
-        assert!(world.is_device(src, size) && world.is_device(dst, size));
-        world.note(format!("d2d {src_device}->{dst_device} {size} on {queue}"));
-        // SAFETY: as in `copy_to_device`.
-        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
-        Ok(())
+        self.enter(if src_device == dst_device {
+            "copy_within_device"
+        } else {
+            "copy_between_devices"
+        })?;
+        {
+            let mut world = self.world();
+            assert!(world.is_device(src, size) && world.is_device(dst, size));
+            world.note(format!("d2d {src_device}->{dst_device} {size} on {queue}"));
+        }
+        self.queue(
+            *queue,
+            Work::Copy {
+                dst: dst as usize,
+                src: src as usize,
+                len: size,
+            },
+        )
     }
 
     unsafe fn launch(
@@ -300,17 +516,38 @@ impl Backend for FakeGpu {
         _asynchronous: bool,
         queue: &usize,
     ) -> Result<()> {
-        let args = args.iter().map(|&a| a as usize).collect();
-        self.world().launches.push((kernel.clone(), geometry, args, *queue));
-        Ok(())
+        self.enter("launch")?;
+        let work = {
+            let mut world = self.world();
+            let values: Vec<usize> = args.iter().map(|&a| a as usize).collect();
+            let body = world.bodies.get(kernel).map(|(count, body)| {
+                let args = values.iter().take(*count).map(|&a| a as u64).collect();
+                Work::Run {
+                    body: Some(Arc::clone(body)),
+                    args,
+                }
+            });
+            world.launches.push((kernel.clone(), geometry, values, *queue));
+            body.unwrap_or(Work::Run {
+                body: None,
+                args: Vec::new(),
+            })
+        };
+        self.queue(*queue, work)
     }
 
     fn create_queue(&self, _device: usize) -> Result<usize> {
-        Ok(self.handle())
+        self.enter("create_queue")?;
+        let queue = self.handle();
+        self.world().queues.insert(queue, VecDeque::new());
+        Ok(queue)
     }
 
     fn destroy_queue(&self, _device: usize, queue: &usize) -> Result<()> {
-        self.world().note(format!("destroy queue {queue}"));
+        self.enter("destroy_queue")?;
+        let mut world = self.world();
+        world.note(format!("destroy queue {queue}"));
+        world.queues.remove(queue);
         Ok(())
     }
 
@@ -319,20 +556,34 @@ impl Backend for FakeGpu {
     }
 
     fn synchronize(&self, _device: usize, queue: &usize) -> Result<()> {
+        self.enter("synchronize").map_err(|e| self.fail_queue(*queue, e))?;
         self.world().note(format!("sync {queue}"));
+        self.drain(*queue);
         Ok(())
     }
 
-    fn is_idle(&self, _device: usize, _queue: &usize) -> Result<bool> {
-        Ok(true)
+    fn is_idle(&self, _device: usize, queue: &usize) -> Result<bool> {
+        self.enter("is_idle").map_err(|e| self.fail_queue(*queue, e))?;
+        // Work left is "not done" once; the query then lets it run, as time passing would.
+        let pending = self.world().queues.get(queue).is_some_and(|q| !q.is_empty());
+        if pending {
+            self.drain(*queue);
+        }
+        Ok(!pending)
     }
 
     fn create_event(&self, _device: usize) -> Result<usize> {
-        Ok(self.handle())
+        self.enter("create_event")?;
+        let event = self.handle();
+        self.world().events.insert(event, None);
+        Ok(event)
     }
 
     fn destroy_event(&self, _device: usize, event: &usize) -> Result<()> {
-        self.world().note(format!("destroy event {event}"));
+        self.enter("destroy_event")?;
+        let mut world = self.world();
+        world.note(format!("destroy event {event}"));
+        world.events.remove(event);
         Ok(())
     }
 
@@ -341,27 +592,60 @@ impl Backend for FakeGpu {
     }
 
     fn record_event(&self, _device: usize, event: &usize, queue: &usize) -> Result<()> {
-        self.world().note(format!("record {event} on {queue}"));
-        Ok(())
+        self.enter("record_event")?;
+        {
+            let mut world = self.world();
+            world.note(format!("record {event} on {queue}"));
+            world.events.insert(*event, Some((*queue, false)));
+        }
+        self.queue(*queue, Work::Record { event: *event })
     }
 
     fn wait_event(&self, _device: usize, event: &usize, queue: &usize) -> Result<()> {
-        self.world().note(format!("wait {event} on {queue}"));
+        self.enter("wait_event")?;
+        let recorded = {
+            let mut world = self.world();
+            world.note(format!("wait {event} on {queue}"));
+            world.events.get(event).copied().flatten()
+        };
+        // The waiting queue's later work runs after the recording: run the recording's queue now.
+        if let Some((on, false)) = recorded {
+            self.drain(on);
+        }
         Ok(())
     }
 
     fn sync_event(&self, _device: usize, event: &usize) -> Result<()> {
-        self.world().note(format!("sync event {event}"));
+        self.enter("sync_event")?;
+        let recorded = {
+            let mut world = self.world();
+            world.note(format!("sync event {event}"));
+            world.events.get(event).copied().flatten()
+        };
+        if let Some((on, false)) = recorded {
+            self.drain(on);
+        }
         Ok(())
     }
 
-    fn lock_host_memory(&self, _device: usize, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
-        self.world().note(format!("pin {size}"));
+    fn lock_host_memory(&self, device: usize, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
+        self.enter("lock_host_memory")?;
+        let mut world = self.world();
+        world.note(format!("pin {size}"));
+        world.pinned.entry(ptr as usize).or_default().insert(device);
         Ok((ptr as usize + 0x1000_0000) as *mut c_void)
     }
 
-    fn unlock_host_memory(&self, _device: usize, _ptr: *mut c_void) -> Result<()> {
-        self.world().note("unpin");
+    fn unlock_host_memory(&self, device: usize, ptr: *mut c_void) -> Result<()> {
+        self.enter("unlock_host_memory")?;
+        let mut world = self.world();
+        world.note("unpin");
+        if let Some(devices) = world.pinned.get_mut(&(ptr as usize)) {
+            devices.remove(&device);
+            if devices.is_empty() {
+                world.pinned.remove(&(ptr as usize));
+            }
+        }
         Ok(())
     }
 
@@ -377,15 +661,20 @@ impl Backend for FakeGpu {
     }
 }
 
-fn fake(pairs: &[(&str, &str)]) -> (Box<dyn PluginApi>, Arc<Mutex<World>>) {
+fn fake_with(devices: usize, pairs: &[(&str, &str)]) -> (Box<dyn PluginApi>, Arc<Mutex<World>>) {
     let world = Arc::new(Mutex::new(World::default()));
     let core = Core::new_boxed(
         FakeGpu {
             world: Arc::clone(&world),
+            devices,
         },
         Config::from_pairs(pairs),
     );
     (core, world)
+}
+
+fn fake(pairs: &[(&str, &str)]) -> (Box<dyn PluginApi>, Arc<Mutex<World>>) {
+    fake_with(2, pairs)
 }
 
 /// A cubin-like image: kernels `spmd_kernel` (mode 2), `generic_kernel` (mode 1) and `small_kernel` (no
@@ -932,4 +1221,198 @@ fn an_image_built_for_an_impossible_lane_count_gets_no_server() {
     );
     drop(server);
     assert!(core.deinit().unwrap());
+}
+
+/// The fake's hooks, each with the operation it is.
+const FAKE_CALLS: [(&str, Op); 26] = [
+    ("init_device", Op::InitDevice),
+    ("deinit_device", Op::ReleaseDevice),
+    ("load_module", Op::LoadModule),
+    ("unload_module", Op::UnloadModule),
+    ("kernel", Op::FindKernel),
+    ("global", Op::FindGlobal),
+    ("alloc_device", Op::AllocDevice),
+    ("free_device", Op::FreeDevice),
+    ("alloc_host", Op::AllocHost),
+    ("free_host", Op::FreeHost),
+    ("create_queue", Op::CreateQueue),
+    ("destroy_queue", Op::DestroyQueue),
+    ("create_event", Op::CreateEvent),
+    ("destroy_event", Op::DestroyEvent),
+    ("copy_to_device", Op::CopyToDevice),
+    ("copy_to_host", Op::CopyToHost),
+    ("copy_between_devices", Op::CopyPeer),
+    ("copy_within_device", Op::CopyDeviceToDevice),
+    ("launch", Op::Launch),
+    ("synchronize", Op::SynchronizeQueue),
+    ("is_idle", Op::QueryQueue),
+    ("record_event", Op::RecordEvent),
+    ("wait_event", Op::WaitEvent),
+    ("sync_event", Op::SynchronizeEvent),
+    ("lock_host_memory", Op::Pin),
+    ("unlock_host_memory", Op::Unpin),
+];
+
+/// The suite's program on the fake: an SPMD and a generic kernel, a 4-byte `counter`, a device
+/// environment, and host services as LLVM libc's client lays them out (`client_object` first, so that
+/// the sample places it at 0x1000, where `__llvm_libc_rpc_client` points), as the test cubin has them.
+fn suite_image() -> Vec<u8> {
+    elf::tests::sample(
+        elf::EM_CUDA,
+        &[
+            ("client_object", 0, &[0u8; 552]),
+            ("__llvm_libc_rpc_client", 0, &0x1000u64.to_le_bytes()),
+            ("spmd_kernel", 0, &[0]),
+            ("spmd_kernel_exec_mode", 0, &[2]),
+            ("generic_kernel", 0, &[0]),
+            ("generic_kernel_exec_mode", 0, &[1]),
+            ("counter", 0, &7u32.to_le_bytes()),
+            ("__omp_rtl_device_environment", 0, &[0xff; 16]),
+        ],
+    )
+}
+
+/// The backend test suite's harness for the fake backend.
+pub(crate) struct FakeHarness {
+    core: Box<dyn PluginApi>,
+    world: Arc<Mutex<World>>,
+}
+
+impl FakeHarness {
+    fn world(&self) -> Locked<'_> {
+        lock(&self.world)
+    }
+}
+
+impl Harness for FakeHarness {
+    fn start(devices: usize, settings: &[(&str, &str)]) -> Self {
+        let (core, world) = fake_with(devices, settings);
+        world.lock().unwrap().exchangeable = true;
+        FakeHarness { core, world }
+    }
+
+    fn core(&self) -> &dyn PluginApi {
+        &*self.core
+    }
+
+    fn program(&self) -> TestProgram {
+        TestProgram {
+            image: suite_image(),
+            entries: entries(&[("spmd_kernel", 0), ("generic_kernel", 0), ("counter", 4)]),
+            spmd: 0,
+            spmd_name: "spmd_kernel".into(),
+            generic: 1,
+            generic_name: "generic_kernel".into(),
+            global: 2,
+            client_object: "client_object",
+        }
+    }
+
+    fn default_geometry(&self) -> (u32, u32) {
+        (128, 3200)
+    }
+
+    fn device_memory(&self) -> u64 {
+        1 << 30
+    }
+
+    fn native_device_id(&self, device: usize) -> usize {
+        device
+    }
+
+    fn pinned_device_address(&self, _device: usize, host: usize) -> usize {
+        host + 0x1000_0000
+    }
+
+    fn log(&self) -> Vec<Op> {
+        self.world()
+            .calls
+            .iter()
+            .map(|call| {
+                FAKE_CALLS
+                    .iter()
+                    .find(|(c, _)| c == call)
+                    .map_or(Op::Other, |&(_, op)| op)
+            })
+            .collect()
+    }
+
+    fn driver_call_count(&self, call: &str) -> usize {
+        self.world().calls.iter().filter(|c| **c == call).count()
+    }
+
+    fn driver_calls(op: Op) -> Vec<&'static str> {
+        FAKE_CALLS.iter().filter(|(_, o)| *o == op).map(|&(c, _)| c).collect()
+    }
+
+    fn fail_call(&self, call: &'static str) {
+        self.world().fail = Some(call);
+    }
+
+    fn failure_text(call: &str) -> Vec<String> {
+        vec![format!("fake error in {call}: FAKE_ERROR_INJECTED (999)")]
+    }
+
+    fn live(&self) -> Live {
+        let world = self.world();
+        Live {
+            memory: world.device_memory.len() + world.host_memory.len(),
+            modules: world.modules.len(),
+            queues: world.queues.len(),
+            events: world.events.len(),
+            devices: world.devices.len(),
+        }
+    }
+
+    fn pinned(&self) -> usize {
+        self.world().pinned.len()
+    }
+
+    fn launches(&self) -> Vec<SeenLaunch> {
+        self.world()
+            .launches
+            .iter()
+            .map(|(kernel, g, _, queue)| SeenLaunch {
+                kernel: kernel.clone(),
+                geometry: (g.teams, g.threads, g.dynamic_shared_bytes),
+                queue: 0x5_0000 + queue,
+            })
+            .collect()
+    }
+
+    fn register_kernel(&self, name: &str, args: usize, body: KernelBody) {
+        self.world().bodies.insert(name.to_string(), (args, body));
+    }
+
+    fn clear_kernels(&self) {
+        self.world().bodies.clear();
+    }
+
+    fn limit_memory(&self, extra: usize) {
+        let mut world = self.world();
+        world.capacity = Some(world.allocated_bytes() + extra);
+    }
+
+    fn within_memory_limit(&self) -> bool {
+        let world = self.world();
+        world.allocated_bytes() <= world.capacity.unwrap_or(usize::MAX)
+    }
+
+    fn memory_blocks(&self) -> Vec<(usize, usize)> {
+        let world = self.world();
+        world
+            .device_memory
+            .iter()
+            .chain(&world.host_memory)
+            .map(|(&a, &s)| (a, s))
+            .collect()
+    }
+
+    fn violations(&self) -> Vec<String> {
+        self.world().violations.clone()
+    }
+
+    fn module_global(&self, name: &str) -> Option<(usize, usize)> {
+        self.world().module_globals.get(name).copied()
+    }
 }

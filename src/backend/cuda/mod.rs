@@ -8,6 +8,8 @@
 //! non-blocking streams; kernels launched on a 1-D grid.
 
 pub mod cubin;
+#[cfg(test)]
+pub(crate) mod harness;
 mod nvml;
 pub mod result;
 pub mod safe;

@@ -1,0 +1,262 @@
+//! The backend test suite's harness for the CUDA backend over the simulated driver, with the real
+//! cubin `tests/data/nvptx/cuda_module-sm_90.cubin` as its program.
+
+use std::sync::MutexGuard;
+
+use super::simulated::{self, SimGpu};
+use super::CudaBackend;
+use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
+use crate::plugin::{Core, HostEntry, PluginApi};
+use crate::util::config::Config;
+use crate::util::elf;
+
+pub(super) const H100: SimGpu = SimGpu {
+    major: 9,
+    minor: 0,
+    sms: 132,
+    host_pointers: true,
+};
+
+/// The driver's entry points, each with the operation it is part of.
+const CALLS: [(&str, Op); 37] = [
+    ("cuDevicePrimaryCtxGetState", Op::InitDevice),
+    ("cuDevicePrimaryCtxSetFlags_v2", Op::InitDevice),
+    ("cuDevicePrimaryCtxRetain", Op::InitDevice),
+    ("cuCtxSetCurrent", Op::InitDevice),
+    ("cuCtxSetLimit", Op::InitDevice),
+    ("cuDeviceGetAttribute", Op::InitDevice),
+    ("cuDeviceTotalMem_v2", Op::InitDevice),
+    ("cuDevicePrimaryCtxRelease_v2", Op::ReleaseDevice),
+    ("cuModuleLoadDataEx", Op::LoadModule),
+    ("cuModuleUnload", Op::UnloadModule),
+    ("cuModuleGetFunction", Op::FindKernel),
+    ("cuFuncGetAttribute", Op::FindKernel),
+    ("cuModuleGetGlobal_v2", Op::FindGlobal),
+    ("cuMemAlloc_v2", Op::AllocDevice),
+    ("cuMemFree_v2", Op::FreeDevice),
+    ("cuMemAllocHost_v2", Op::AllocHost),
+    ("cuMemFreeHost", Op::FreeHost),
+    ("cuStreamCreate", Op::CreateQueue),
+    ("cuStreamDestroy_v2", Op::DestroyQueue),
+    ("cuEventCreate", Op::CreateEvent),
+    ("cuEventDestroy_v2", Op::DestroyEvent),
+    ("cuMemcpyHtoDAsync_v2", Op::CopyToDevice),
+    ("cuMemcpyDtoHAsync_v2", Op::CopyToHost),
+    ("cuMemcpyPeerAsync", Op::CopyPeer),
+    ("cuMemcpyDtoDAsync_v2", Op::CopyDeviceToDevice),
+    ("cuLaunchKernel", Op::Launch),
+    ("cuStreamSynchronize", Op::SynchronizeQueue),
+    ("cuStreamQuery", Op::QueryQueue),
+    ("cuEventRecord", Op::RecordEvent),
+    ("cuStreamWaitEvent", Op::WaitEvent),
+    ("cuEventSynchronize", Op::SynchronizeEvent),
+    ("cuMemHostRegister_v2", Op::Pin),
+    ("cuMemHostUnregister", Op::Unpin),
+    ("cuMemHostGetDevicePointer_v2", Op::Other),
+    ("cuMemAllocManaged", Op::Other),
+    ("cuDeviceCanAccessPeer", Op::Other),
+    ("cuCtxEnablePeerAccess", Op::Other),
+];
+
+pub(super) fn cubin(arch: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/data/nvptx/cuda_module-{arch}.cubin",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-nvptx-test-images.sh"))
+}
+
+/// The cubin's kernels (symbols with an `_exec_mode` byte) in a fixed order, then its global.
+pub(super) fn entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
+    let parsed = elf::Image::parse(image).unwrap();
+    let mut kernels: Vec<String> = parsed
+        .symbols()
+        .iter()
+        .filter_map(|(name, _)| {
+            std::str::from_utf8(name)
+                .ok()?
+                .strip_suffix("_exec_mode")
+                .map(String::from)
+        })
+        .collect();
+    kernels.sort();
+    assert_eq!(kernels.len(), 2, "the test program has two target regions");
+    let entries = HostEntry::cuda_module_entries(&kernels);
+    // By line number: l15 is the SPMD loop, l20 the generic region.
+    (entries, kernels[0].clone(), kernels[1].clone())
+}
+
+pub(super) fn serial() -> MutexGuard<'static, ()> {
+    simulated::SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A fresh simulated driver with `gpus`, and the core over the CUDA backend on it.
+pub(super) fn core_on(gpus: &[SimGpu], pairs: &[(&str, &str)]) -> Box<dyn PluginApi> {
+    simulated::reset(gpus, 0);
+    let config = Config::from_pairs(pairs);
+    let backend = CudaBackend::with_driver(simulated::driver(), &config).unwrap();
+    Core::new_boxed(backend, config)
+}
+
+/// The CUDA backend on simulated H100s; it holds the simulated driver (one test at a time).
+pub(crate) struct CudaHarness {
+    core: Box<dyn PluginApi>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Harness for CudaHarness {
+    fn start(devices: usize, settings: &[(&str, &str)]) -> Self {
+        let serial = serial();
+        CudaHarness {
+            core: core_on(&vec![H100; devices], settings),
+            _serial: serial,
+        }
+    }
+
+    fn core(&self) -> &dyn PluginApi {
+        &*self.core
+    }
+
+    fn program(&self) -> TestProgram {
+        let image = cubin("sm_90");
+        let (entries, spmd_name, generic_name) = entries_of(&image);
+        TestProgram {
+            image,
+            entries,
+            spmd: 0,
+            spmd_name,
+            generic: 1,
+            generic_name,
+            global: 2,
+            client_object: "omprpc_client_object",
+        }
+    }
+
+    fn default_geometry(&self) -> (u32, u32) {
+        (128, 3200)
+    }
+
+    fn device_memory(&self) -> u64 {
+        80 << 30
+    }
+
+    fn native_device_id(&self, device: usize) -> usize {
+        device
+    }
+
+    fn pinned_device_address(&self, _device: usize, host: usize) -> usize {
+        host // an H100 uses a pinned range at its host address
+    }
+
+    fn log(&self) -> Vec<Op> {
+        let world = simulated::world();
+        world
+            .as_ref()
+            .unwrap()
+            .log
+            .iter()
+            .map(|&call| match call {
+                // Made before the driver is used on a thread, not only when a device is prepared.
+                "cuCtxSetCurrent" => Op::Other,
+                _ => CALLS.iter().find(|(c, _)| *c == call).map_or(Op::Other, |&(_, op)| op),
+            })
+            .collect()
+    }
+
+    fn driver_call_count(&self, call: &str) -> usize {
+        simulated::world()
+            .as_ref()
+            .unwrap()
+            .calls
+            .get(call)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn driver_calls(op: Op) -> Vec<&'static str> {
+        CALLS.iter().filter(|(_, o)| *o == op).map(|&(c, _)| c).collect()
+    }
+
+    fn fail_call(&self, call: &'static str) {
+        simulated::fail_next(call, 999);
+    }
+
+    fn failure_text(call: &str) -> Vec<String> {
+        vec![call.to_string(), "CUDA_ERROR_UNKNOWN (999)".into()]
+    }
+
+    fn live(&self) -> Live {
+        let (memory, modules, queues, events, devices) = simulated::live();
+        Live {
+            memory,
+            modules,
+            queues,
+            events,
+            devices,
+        }
+    }
+
+    fn pinned(&self) -> usize {
+        simulated::world().as_ref().unwrap().registered.len()
+    }
+
+    fn launches(&self) -> Vec<SeenLaunch> {
+        let world = simulated::world();
+        world
+            .as_ref()
+            .unwrap()
+            .launches
+            .iter()
+            .map(|l| SeenLaunch {
+                kernel: l.kernel.clone(),
+                geometry: l.geometry,
+                queue: l.stream,
+            })
+            .collect()
+    }
+
+    fn register_kernel(&self, name: &str, args: usize, body: KernelBody) {
+        simulated::register_kernel(name, args, body);
+    }
+
+    fn clear_kernels(&self) {
+        simulated::clear_kernels();
+    }
+
+    fn limit_memory(&self, extra: usize) {
+        let mut world = simulated::world();
+        let world = world.as_mut().unwrap();
+        world.capacity = Some(world.memory.values().sum::<usize>() + extra);
+    }
+
+    fn within_memory_limit(&self) -> bool {
+        let world = simulated::world();
+        let world = world.as_ref().unwrap();
+        world.memory.values().sum::<usize>() <= world.capacity.unwrap_or(usize::MAX)
+    }
+
+    fn memory_blocks(&self) -> Vec<(usize, usize)> {
+        let world = simulated::world();
+        world.as_ref().unwrap().memory.iter().map(|(&a, &s)| (a, s)).collect()
+    }
+
+    fn violations(&self) -> Vec<String> {
+        #[cfg(feature = "rpc")]
+        return simulated::world().as_ref().unwrap().violations.clone();
+        #[cfg(not(feature = "rpc"))]
+        Vec::new()
+    }
+
+    fn module_global(&self, name: &str) -> Option<(usize, usize)> {
+        let world = simulated::world();
+        let module = world.as_ref().unwrap().modules.values().next()?;
+        module.globals.get(name).copied()
+    }
+}
+
+impl Drop for CudaHarness {
+    /// Kernel bodies hold what their tests captured; they go with the test, even one that failed.
+    fn drop(&mut self) {
+        simulated::clear_kernels();
+    }
+}

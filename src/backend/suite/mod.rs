@@ -1,0 +1,978 @@
+//! One test suite for every backend: the core's rules as a program sees them — images, launches,
+//! copies and their order, queues and events, exchange, locking, recycling, host services, teardown
+//! order, and every driver call failing once — written once, in driver-neutral terms, and run against
+//! each backend's simulated driver through a [`Harness`].
+//!
+//! A backend plugs in by implementing [`Harness`] over its simulated driver (the CUDA backend's is in
+//! `cuda/harness.rs`, the fake backend's in `plugin/tests.rs`) and instantiating the suite with
+//! [`backend_suite!`](crate::backend_suite): `backend_suite!(cuda, CudaHarness);` makes one `#[test]` per
+//! suite test in a module `suite::cuda`, so that `cargo test --lib suite::cuda::` runs them all.
+//! Everything the suite cannot say without naming the driver (which calls an operation makes, what a
+//! failure reads like, the device's defaults) comes from the harness.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::backend::AllocKind;
+use crate::plugin::{HostEntry, LaunchRequest, PluginApi};
+
+/// A kernel's behaviour in a simulated driver: called with the values of its arguments when the
+/// launch runs (when its queue is synchronised or queried, not when it is submitted).
+pub(crate) type KernelBody = Arc<dyn Fn(&[u64]) + Send + Sync>;
+
+/// What a backend does for the core, in terms every driver has. A harness maps its driver's calls
+/// onto these (CUDA's `cuModuleUnload` is [`Op::UnloadModule`]; an HSA harness would map
+/// `hsa_queue_create` or its stream's creation to [`Op::CreateQueue`] and signals to the event ops).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Op {
+    /// Preparing a device: retaining its context, setting limits, reading its attributes.
+    InitDevice,
+    /// Releasing what `InitDevice` acquired.
+    ReleaseDevice,
+    LoadModule,
+    UnloadModule,
+    /// Finding a kernel in a module and reading its attributes.
+    FindKernel,
+    /// Finding a global in a module.
+    FindGlobal,
+    AllocDevice,
+    FreeDevice,
+    /// Pinned host memory (the RPC mailbox).
+    AllocHost,
+    FreeHost,
+    CreateQueue,
+    DestroyQueue,
+    CreateEvent,
+    DestroyEvent,
+    CopyToDevice,
+    CopyToHost,
+    /// A copy between two devices.
+    CopyPeer,
+    /// A copy within one device.
+    CopyDeviceToDevice,
+    Launch,
+    SynchronizeQueue,
+    QueryQueue,
+    RecordEvent,
+    WaitEvent,
+    SynchronizeEvent,
+    Pin,
+    Unpin,
+    /// A call the suite has no name for.
+    Other,
+}
+
+/// What a simulated driver still holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Live {
+    /// Memory blocks: device, managed and pinned host allocations.
+    pub memory: usize,
+    pub modules: usize,
+    pub queues: usize,
+    pub events: usize,
+    /// Devices (contexts) initialised and not released.
+    pub devices: usize,
+}
+
+impl Live {
+    /// Nothing at all.
+    pub const NONE: Live = Live {
+        memory: 0,
+        modules: 0,
+        queues: 0,
+        events: 0,
+        devices: 0,
+    };
+}
+
+/// A launch as the driver saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SeenLaunch {
+    pub kernel: String,
+    /// Teams, threads per team, dynamic shared memory per team.
+    pub geometry: (u32, u32, u32),
+    /// The queue's handle, as libomptarget holds it (`Backend::queue_handle`).
+    pub queue: usize,
+}
+
+/// The suite's program: an image of the backend's family with two target regions and a global, its
+/// host entries, and which entries are which.
+pub(crate) struct TestProgram {
+    pub image: Vec<u8>,
+    pub entries: Vec<HostEntry>,
+    /// Entry of an SPMD kernel, and its name.
+    pub spmd: usize,
+    pub spmd_name: String,
+    /// Entry of a generic-mode kernel, and its name.
+    pub generic: usize,
+    pub generic_name: String,
+    /// Entry of a 4-byte global.
+    pub global: usize,
+    /// The global that `__llvm_libc_rpc_client` points at in the image: libc's client object.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services look at it
+    pub client_object: &'static str,
+}
+
+/// A backend under test, over its simulated driver. Device memory of a simulated driver must be host
+/// memory at the device address, so that the suite can read what the core wrote.
+pub(crate) trait Harness: Sized {
+    /// A fresh backend with `devices` devices under a fresh core configured by `settings`. The harness
+    /// holds whatever its simulated driver needs to run one test at a time.
+    fn start(devices: usize, settings: &[(&str, &str)]) -> Self;
+    /// The core over the backend.
+    fn core(&self) -> &dyn PluginApi;
+    /// The suite's program, for this backend's family.
+    fn program(&self) -> TestProgram;
+    /// Threads per team and teams the device uses when the program does not say.
+    fn default_geometry(&self) -> (u32, u32);
+    /// The device's memory in bytes, from which the core sizes device code's heap.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn device_memory(&self) -> u64;
+    /// The driver's own device handle that interop gives for `device`.
+    fn native_device_id(&self, device: usize) -> usize;
+    /// The address the device uses for a pinned host range at `host` on `device`.
+    fn pinned_device_address(&self, device: usize, host: usize) -> usize;
+
+    /// The driver's calls, in order, as operations.
+    fn log(&self) -> Vec<Op>;
+    /// How many calls of `op` the driver had.
+    fn calls(&self, op: Op) -> usize {
+        Self::driver_calls(op).iter().map(|c| self.driver_call_count(c)).sum()
+    }
+    /// How many times the driver entry point `call` was called.
+    fn driver_call_count(&self, call: &str) -> usize;
+    /// The driver's entry points that make up `op`; empty when the driver has none for it.
+    fn driver_calls(op: Op) -> Vec<&'static str>;
+    /// Makes the next call of the driver entry point `call` fail (once).
+    fn fail_call(&self, call: &'static str);
+    /// Makes the next call of `op`'s first entry point fail (once).
+    fn fail_next(&self, op: Op) {
+        let calls = Self::driver_calls(op);
+        self.fail_call(calls.first().unwrap_or_else(|| panic!("no driver call for {op:?}")));
+    }
+    /// What the error of a failed `call` must say (each string must appear in it).
+    fn failure_text(call: &str) -> Vec<String>;
+
+    /// What the driver still holds.
+    fn live(&self) -> Live;
+    /// Host ranges pinned with the driver.
+    fn pinned(&self) -> usize;
+    /// Every launch, in order.
+    fn launches(&self) -> Vec<SeenLaunch>;
+    /// Runs `body` for every launch of kernel `name`, with its first `args` argument values.
+    fn register_kernel(&self, name: &str, args: usize, body: KernelBody);
+    /// Forgets every kernel body.
+    fn clear_kernels(&self);
+    /// From now on the device has room for `extra` more bytes and no more; past that, allocations fail
+    /// as the driver reports a full device.
+    fn limit_memory(&self, extra: usize);
+    /// Whether what is allocated is within the limit `limit_memory` set.
+    fn within_memory_limit(&self) -> bool;
+    /// Blocks the driver owns at their addresses (device memory, pinned host memory): address → size.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn memory_blocks(&self) -> Vec<(usize, usize)>;
+    /// Calls the driver refused because they would deadlock on a real device (an allocation while a
+    /// kernel that calls the host runs).
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn violations(&self) -> Vec<String>;
+    /// Address and size of the module's global `name` in the one loaded module.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn module_global(&self, name: &str) -> Option<(usize, usize)>;
+}
+
+/// Reads a `T` at a simulated device address.
+fn read<T: Copy>(addr: usize) -> T {
+    // SAFETY: a harness's device memory is host memory at the device address (see `Harness`); the
+    // suite reads only what the core wrote there, with no work in flight on it.
+    unsafe { std::ptr::read_unaligned(addr as *const T) }
+}
+
+/// The settings of the program the suite's scenario tests ran as one before they were split.
+const PROGRAM_SETTINGS: [(&str, &str); 3] = [
+    ("LIBOMPTARGET_STACK_SIZE", "4096"),
+    ("LIBOMPTARGET_HEAP_SIZE", "1048576"),
+    ("LIBOMPTARGET_SHARED_MEMORY_SIZE", "256"),
+];
+
+/// Two devices initialised and the program loaded on the first.
+fn two_devices_with_program<H: Harness>() -> (H, TestProgram, Vec<usize>) {
+    let h = H::start(2, &PROGRAM_SETTINGS);
+    assert_eq!(h.core().device_count(), 2);
+    h.core().init_device(0).unwrap();
+    h.core().init_device(1).unwrap();
+    let program = h.program();
+    let loaded = h
+        .core()
+        .load_image(0, 0x1000, &program.image, &program.entries)
+        .unwrap();
+    (h, program, loaded.addresses)
+}
+
+pub(crate) fn initial_queues_and_events_are_made_per_device<H: Harness>() {
+    let (h, _, _) = two_devices_with_program::<H>();
+    assert_eq!(
+        h.calls(Op::CreateQueue),
+        64,
+        "LIBOMPTARGET_NUM_INITIAL_STREAMS per device"
+    );
+    assert_eq!(
+        h.calls(Op::CreateEvent),
+        64,
+        "LIBOMPTARGET_NUM_INITIAL_EVENTS per device"
+    );
+    assert!(h.core().deinit().unwrap());
+}
+
+pub(crate) fn async_copies_run_in_queue_order_once_synchronised<H: Harness>() {
+    let (h, program, addresses) = two_devices_with_program::<H>();
+    let core = h.core();
+    let counter = addresses[program.global];
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    let value = 41u32;
+    let mut back = 0u32;
+    // SAFETY: `counter` is the image's 4-byte global; `value` and `back` outlive the synchronisation.
+    unsafe {
+        core.submit(
+            0,
+            counter as *mut c_void,
+            (&value as *const u32).cast(),
+            4,
+            Some(&mut queue),
+        )
+        .unwrap();
+        core.retrieve(
+            0,
+            (&mut back as *mut u32).cast(),
+            counter as *const c_void,
+            4,
+            Some(&mut queue),
+        )
+        .unwrap();
+    }
+    assert_eq!(back, 0, "nothing ran before the queue was synchronised");
+    core.synchronize(0, &mut queue).unwrap();
+    assert_eq!(
+        (back, read::<u32>(counter)),
+        (41, 41),
+        "the copy to the device ran first"
+    );
+    assert!(queue.is_null());
+    assert!(core.deinit().unwrap());
+}
+
+pub(crate) fn launches_pass_arguments_by_value_with_the_stock_geometry<H: Harness>() {
+    let (h, program, addresses) = two_devices_with_program::<H>();
+    let core = h.core();
+    let counter = addresses[program.global];
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    h.register_kernel(
+        &program.spmd_name,
+        2,
+        Arc::new(move |args| record.lock().unwrap().extend_from_slice(args)),
+    );
+    let args = [0x1234 as *mut c_void, counter as *mut c_void];
+    let request = LaunchRequest {
+        tripcount: 1000,
+        ..Default::default()
+    };
+    // SAFETY: the simulated kernel only records its arguments.
+    unsafe { core.launch(0, addresses[program.spmd], &args, &request, None) }.unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![0x1234, counter as u64]);
+    // SAFETY: as above; this kernel has no body.
+    unsafe { core.launch(0, addresses[program.generic], &[], &LaunchRequest::default(), None) }.unwrap();
+    let launches = h.launches();
+    let (threads, teams) = h.default_geometry();
+    assert_eq!(
+        (threads, teams),
+        (128, 3200),
+        "the suite's devices have the stock defaults"
+    );
+    assert_eq!(launches[0].kernel, program.spmd_name);
+    assert_eq!(
+        launches[0].geometry,
+        (1000u32.div_ceil(threads), threads, 256),
+        "SPMD: trip / 128 blocks; shared memory setting"
+    );
+    assert_eq!(launches[1].kernel, program.generic_name);
+    assert_eq!(
+        launches[1].geometry,
+        (teams, threads, 256),
+        "generic, nothing asked: the default threads and team cap"
+    );
+    h.clear_kernels();
+    assert!(core.deinit().unwrap());
+}
+
+pub(crate) fn device_to_device_between_two_devices_goes_peer_to_peer<H: Harness>() {
+    let (h, _, _) = two_devices_with_program::<H>();
+    let core = h.core();
+    let a = core.alloc(0, 64, AllocKind::Device).unwrap();
+    let b = core.alloc(1, 64, AllocKind::Device).unwrap();
+    assert!(core.can_exchange(0, 1).unwrap());
+    let data = [5u8; 64];
+    // SAFETY: both are 64-byte device allocations; `data` outlives the synchronous copies.
+    unsafe {
+        core.submit(0, a, data.as_ptr().cast(), 64, None).unwrap();
+        core.exchange(0, a, 1, b, 64, None).unwrap();
+    }
+    assert_eq!(h.calls(Op::CopyPeer), 1);
+    assert_eq!(read::<[u8; 64]>(b as usize), data, "the bytes arrived");
+    core.free(0, a as usize).unwrap();
+    core.free(1, b as usize).unwrap();
+    assert!(core.deinit().unwrap());
+}
+
+pub(crate) fn small_allocations_are_recycled<H: Harness>() {
+    let (h, _, _) = two_devices_with_program::<H>();
+    let core = h.core();
+    let a = core.alloc(0, 64, AllocKind::Device).unwrap();
+    let allocs_before = h.calls(Op::AllocDevice);
+    core.free(0, a as usize).unwrap();
+    let again = core.alloc(0, 64, AllocKind::Device).unwrap();
+    assert_eq!(again, a, "the freed block came back");
+    assert_eq!(h.calls(Op::AllocDevice), allocs_before);
+    core.free(0, again as usize).unwrap();
+    assert!(core.deinit().unwrap());
+}
+
+pub(crate) fn locking_pins_once_per_range_and_unlocking_unpins<H: Harness>() {
+    let (h, _, _) = two_devices_with_program::<H>();
+    let core = h.core();
+    let mut host = vec![0u8; 4096];
+    let ptr = host.as_mut_ptr().cast::<c_void>();
+    let device_address = h.pinned_device_address(0, ptr as usize);
+    assert_eq!(core.lock_host(0, ptr, 4096).unwrap() as usize, device_address);
+    assert_eq!(core.lock_host(0, ptr, 4096).unwrap() as usize, device_address);
+    assert!(
+        core.lock_host(1, ptr, 4096).is_ok(),
+        "another device finds the range pinned already"
+    );
+    assert_eq!(h.pinned(), 1);
+    core.unlock_host(1, ptr).unwrap();
+    core.unlock_host(0, ptr).unwrap();
+    assert_eq!(h.pinned(), 1, "still locked once");
+    core.unlock_host(0, ptr).unwrap();
+    assert_eq!(h.pinned(), 0);
+    assert!(core.deinit().unwrap());
+    drop(host);
+}
+
+pub(crate) fn interop_gets_the_drivers_own_handles<H: Harness>() {
+    let (h, _, _) = two_devices_with_program::<H>();
+    let native = h.core().native_device(1).unwrap();
+    assert_eq!(native.device as usize, h.native_device_id(1));
+    assert!(!native.context.is_null());
+    assert!(h.core().deinit().unwrap());
+}
+
+/// Teardown releases everything, the still-loaded image too, in order: host services (the mailbox,
+/// with the rpc feature), images, cached memory, events, queues, and the device last.
+pub(crate) fn teardown_releases_everything_in_order<H: Harness>() {
+    let (h, program, addresses) = two_devices_with_program::<H>();
+    let core = h.core();
+    // SAFETY: the kernel has no body.
+    unsafe { core.launch(0, addresses[program.generic], &[], &LaunchRequest::default(), None) }.unwrap();
+    // Cached blocks on both devices.
+    let a = core.alloc(0, 64, AllocKind::Device).unwrap();
+    let b = core.alloc(1, 64, AllocKind::Device).unwrap();
+    core.free(0, a as usize).unwrap();
+    core.free(1, b as usize).unwrap();
+    let log_start = h.log().len();
+    assert!(core.deinit().unwrap());
+    assert_eq!(h.live(), Live::NONE, "memory, modules, queues, events, devices");
+    let mut log = h.log()[log_start..].to_vec();
+    // Device 0's teardown, up to its release (device 1's follows).
+    log.truncate(log.iter().position(|c| *c == Op::ReleaseDevice).unwrap() + 1);
+    let first = |op: Op| {
+        log.iter()
+            .position(|c| *c == op)
+            .unwrap_or_else(|| panic!("no {op:?}: {log:?}"))
+    };
+    let last = |op: Op| log.iter().rposition(|c| *c == op).unwrap();
+    if cfg!(feature = "rpc") {
+        assert!(
+            last(Op::FreeHost) < first(Op::UnloadModule),
+            "the mailbox before the image: {log:?}"
+        );
+    }
+    assert!(
+        first(Op::UnloadModule) < first(Op::FreeDevice),
+        "then cached blocks: {log:?}"
+    );
+    assert!(last(Op::FreeDevice) < first(Op::DestroyEvent), "then events: {log:?}");
+    assert!(last(Op::DestroyEvent) < first(Op::DestroyQueue), "then queues: {log:?}");
+    assert_eq!(log.last(), Some(&Op::ReleaseDevice), "the device last: {log:?}");
+}
+
+pub(crate) fn a_launch_allocates_nothing_on_the_host<H: Harness>() {
+    let h = H::start(1, &[]);
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
+    let counter = loaded.addresses[program.global];
+    let args = [0x1234 as *mut c_void, counter as *mut c_void];
+    let request = LaunchRequest {
+        teams: 4,
+        thread_limit: 64,
+        tripcount: 1000,
+        ..Default::default()
+    };
+    let launch_twice = || {
+        // SAFETY: the simulated kernels have no bodies; the arguments are only passed along.
+        unsafe { core.launch(0, loaded.addresses[program.spmd], &args, &request, None) }.unwrap();
+        let mut queue: *mut c_void = std::ptr::null_mut();
+        // SAFETY: as above.
+        unsafe { core.launch(0, loaded.addresses[program.generic], &args, &request, Some(&mut queue)) }.unwrap();
+        core.synchronize(0, &mut queue).unwrap();
+    };
+    // The first launches may fill the queue pool; the steady state is what every region pays.
+    launch_twice();
+    let ((), allocations) = crate::util::alloc_count::allocations_during(|| {
+        for _ in 0..10 {
+            launch_twice();
+        }
+    });
+    assert_eq!(allocations, 0, "host allocations in 20 launches, blocking and nowait");
+    assert_eq!(h.launches().len(), 22);
+    assert!(core.deinit().unwrap());
+}
+
+/// The steps of a small program, each a group of operations that the fault test makes fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Init,
+    Load,
+    Alloc,
+    Copy,
+    Launch,
+    Teardown,
+}
+
+/// The operations each step makes, whose driver calls the fault test makes fail one at a time.
+pub(crate) fn steps() -> Vec<(Step, Op)> {
+    let mut steps = vec![
+        (Step::Init, Op::InitDevice),
+        (Step::Init, Op::CreateQueue),
+        (Step::Init, Op::CreateEvent),
+        (Step::Load, Op::LoadModule),
+        (Step::Load, Op::FindGlobal),
+        (Step::Load, Op::FindKernel),
+        (Step::Load, Op::CopyToDevice),
+        (Step::Load, Op::SynchronizeQueue),
+        (Step::Alloc, Op::AllocDevice),
+        (Step::Copy, Op::CopyToDevice),
+        (Step::Copy, Op::CopyToHost),
+        (Step::Copy, Op::SynchronizeQueue),
+        (Step::Launch, Op::Launch),
+        (Step::Launch, Op::SynchronizeQueue),
+        (Step::Teardown, Op::FreeDevice),
+        (Step::Teardown, Op::UnloadModule),
+        (Step::Teardown, Op::DestroyEvent),
+        (Step::Teardown, Op::DestroyQueue),
+        (Step::Teardown, Op::ReleaseDevice),
+    ];
+    // Host services: reading the image's client pointer, the mailbox (pinned host memory), the device
+    // heap's reservation, and the polling of a thread that waits for a kernel that may call the host.
+    if cfg!(feature = "rpc") {
+        steps.extend([
+            (Step::Launch, Op::QueryQueue),
+            (Step::Load, Op::CopyToHost),
+            (Step::Load, Op::AllocHost),
+            (Step::Load, Op::AllocDevice),
+            (Step::Teardown, Op::FreeHost),
+        ]);
+    }
+    steps
+}
+
+/// Runs the program's steps; at `fault`'s step, the next call of its driver entry point fails once:
+/// the step must fail with a message naming the call, and a second try must succeed.
+fn program_with_fault<H: Harness>(fault: Option<(Step, &'static str)>) -> H {
+    let h = H::start(1, &[("LIBOMPTARGET_STACK_SIZE", "8192")]);
+    let program = h.program();
+    {
+        let core = h.core();
+        let mut loaded = None;
+        let mut buffer = std::ptr::null_mut();
+        let step = |which: Step, op: &mut dyn FnMut() -> crate::util::error::Result<()>| {
+            if let Some((_, call)) = fault.filter(|(at, _)| *at == which) {
+                h.fail_call(call);
+                let err = op()
+                    .err()
+                    .unwrap_or_else(|| panic!("{which:?} did not fail when {call} did"));
+                let text = err.to_string();
+                for expected in H::failure_text(call) {
+                    assert!(
+                        text.contains(&expected),
+                        "{which:?}: the message names {call} and the driver's result ({expected}): {text}"
+                    );
+                }
+                if which == Step::Teardown {
+                    return;
+                }
+            }
+            op().unwrap_or_else(|e| panic!("{which:?} (after {fault:?}): {e}"));
+        };
+        step(Step::Init, &mut || core.init_device(0));
+        step(Step::Load, &mut || {
+            loaded = Some(core.load_image(0, 0x1000, &program.image, &program.entries)?);
+            Ok(())
+        });
+        step(Step::Alloc, &mut || {
+            buffer = core.alloc(0, 1 << 20, AllocKind::Device)?;
+            Ok(())
+        });
+        step(Step::Copy, &mut || {
+            let data = [7u8; 64];
+            let mut back = [0u8; 64];
+            // SAFETY: `buffer` is a 1 MiB device allocation; the copies are synchronous.
+            unsafe {
+                core.submit(0, buffer, data.as_ptr().cast(), 64, None)?;
+                core.retrieve(0, back.as_mut_ptr().cast(), buffer, 64, None)?;
+            }
+            assert_eq!(back, data);
+            Ok(())
+        });
+        let kernel = loaded.as_ref().unwrap().addresses[program.generic];
+        step(Step::Launch, &mut || {
+            // SAFETY: the simulated kernel has no body.
+            unsafe { core.launch(0, kernel, &[], &LaunchRequest::default(), None) }
+        });
+        step(Step::Teardown, &mut || {
+            // Every part runs even when one fails, as a program's exit does.
+            let freed = core.free(0, buffer as usize);
+            let unloaded = core
+                .unregister_library(&[(0x1000, 0x1000 + program.image.len())])
+                .map(|_| ());
+            let released = core.deinit().map(|_| ());
+            freed.and(unloaded).and(released)
+        });
+    }
+    h
+}
+
+pub(crate) fn every_driver_call_failing_once_is_reported_and_survived<H: Harness>() {
+    let h = program_with_fault::<H>(None);
+    assert_eq!(h.live(), Live::NONE, "the clean run releases everything");
+    drop(h);
+    for (step, op) in steps() {
+        let calls = H::driver_calls(op);
+        assert!(!calls.is_empty(), "{op:?} has a driver call to fail");
+        for call in calls {
+            let h = program_with_fault::<H>(Some((step, call)));
+            // A failed release leaves exactly the object the driver refused to release; nothing else.
+            let expected = match op {
+                Op::FreeDevice | Op::FreeHost if step == Step::Teardown => Live {
+                    memory: 1,
+                    ..Live::NONE
+                },
+                Op::UnloadModule if step == Step::Teardown => Live {
+                    modules: 1,
+                    ..Live::NONE
+                },
+                Op::DestroyQueue => Live {
+                    queues: 1,
+                    ..Live::NONE
+                },
+                Op::DestroyEvent => Live {
+                    events: 1,
+                    ..Live::NONE
+                },
+                Op::ReleaseDevice => Live {
+                    devices: 1,
+                    ..Live::NONE
+                },
+                _ => Live::NONE,
+            };
+            assert_eq!(
+                h.live(),
+                expected,
+                "{call} ({op:?}) failing in {step:?}: live memory, modules, queues, events, devices"
+            );
+        }
+    }
+}
+
+pub(crate) fn nowait_work_is_queried_and_events_order_queues<H: Harness>() {
+    let h = H::start(1, &[("LIBOMPTARGET_NUM_INITIAL_STREAMS", "2")]);
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
+    let kernel = loaded.addresses[program.spmd];
+    let ran = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&ran);
+    h.register_kernel(
+        &program.spmd_name,
+        0,
+        Arc::new(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let request = LaunchRequest {
+        nowait: true,
+        ..Default::default()
+    };
+    let (mut first, mut second): (*mut c_void, *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe { core.launch(0, kernel, &[], &request, Some(&mut first)) }.unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "nowait: queued, not run");
+    assert_eq!(
+        first as usize,
+        h.launches()[0].queue,
+        "libomptarget holds the driver's queue handle itself"
+    );
+
+    // An event recorded after the kernel holds back the other queue's work until the kernel ran.
+    let event = core.create_event(0).unwrap();
+    core.record_event(0, event, &mut first).unwrap();
+    core.wait_event(0, event, &mut second).unwrap();
+    assert!(
+        !second.is_null() && second != first,
+        "the waiting async info got a queue of its own"
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "waiting ran the recorded work");
+    core.sync_event(0, event).unwrap();
+    core.destroy_event(0, event).unwrap();
+
+    // query_async leaves a busy queue with its async info and gives back an idle one.
+    // SAFETY: as above.
+    unsafe { core.launch(0, kernel, &[], &request, Some(&mut first)) }.unwrap();
+    core.query_async(0, &mut first).unwrap();
+    assert!(!first.is_null(), "not done yet: the async info keeps its queue");
+    core.query_async(0, &mut first).unwrap();
+    assert!(first.is_null(), "done: the queue went back to the pool");
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+    core.synchronize(0, &mut second).unwrap();
+    assert!(second.is_null());
+
+    // Queues beyond the initial two are made on demand and kept in the pool.
+    let mut infos = [std::ptr::null_mut::<c_void>(); 3];
+    for info in infos.iter_mut() {
+        // SAFETY: as above.
+        unsafe { core.launch(0, kernel, &[], &request, Some(info)) }.unwrap();
+    }
+    for info in infos.iter_mut() {
+        core.synchronize(0, info).unwrap();
+    }
+    // Two initial queues and one more for the third async info (device code's allocations, which
+    // have a queue of their own, made none here).
+    assert_eq!(h.calls(Op::CreateQueue), 3);
+    h.clear_kernels();
+    assert!(core.deinit().unwrap());
+    assert_eq!(h.live(), Live::NONE);
+}
+
+/// Eight host threads on two devices at once, each with its own queue: copies in, a `nowait` launch
+/// and a copy back, then a synchronisation, fifty times; every round's result must be that round's
+/// data plus what the kernel added, so that no operation of one thread's queue is lost, repeated,
+/// reordered or mixed with another's.
+pub(crate) fn eight_threads_of_queued_copies_and_launches_keep_their_order<H: Harness>() {
+    const WORDS: usize = 256;
+    let h = H::start(2, &[]);
+    let core = h.core();
+    let program = h.program();
+    let mut kernels = Vec::new();
+    for device in 0..2 {
+        core.init_device(device).unwrap();
+        kernels.push(
+            core.load_image(device, 0x1000, &program.image, &program.entries)
+                .unwrap()
+                .addresses[program.spmd],
+        );
+    }
+    // The kernel adds 1 to each of the `args[1]` words at `args[0]`.
+    h.register_kernel(
+        &program.spmd_name,
+        2,
+        Arc::new(|args| {
+            // SAFETY: every launch below passes a live buffer of `args[1]` words (simulated device
+            // memory is host memory), which only this launch's queue touches until it is synchronised.
+            let words = unsafe { std::slice::from_raw_parts_mut(args[0] as *mut u32, args[1] as usize) };
+            for w in words {
+                *w += 1;
+            }
+        }),
+    );
+    let kernels = &kernels;
+    std::thread::scope(|scope| {
+        for thread in 0..8u32 {
+            scope.spawn(move || {
+                let device = (thread % 2) as i32;
+                let buffer = core.alloc(device, WORDS * 4, AllocKind::Device).unwrap();
+                let request = LaunchRequest {
+                    nowait: true,
+                    ..Default::default()
+                };
+                for round in 0..50u32 {
+                    let data: Vec<u32> = (0..WORDS as u32)
+                        .map(|i| thread * 1_000_000 + round * 1000 + i)
+                        .collect();
+                    let mut back = vec![0u32; WORDS];
+                    let mut queue: *mut c_void = std::ptr::null_mut();
+                    let args = [buffer, WORDS as *mut c_void];
+                    // SAFETY: `buffer` holds WORDS words; `data` and `back` outlive the synchronisation.
+                    unsafe {
+                        core.submit(device, buffer, data.as_ptr().cast(), WORDS * 4, Some(&mut queue))
+                            .unwrap();
+                        core.launch(device, kernels[device as usize], &args, &request, Some(&mut queue))
+                            .unwrap();
+                        core.retrieve(device, back.as_mut_ptr().cast(), buffer, WORDS * 4, Some(&mut queue))
+                            .unwrap();
+                    }
+                    core.synchronize(device, &mut queue).unwrap();
+                    let expected: Vec<u32> = data.iter().map(|v| v + 1).collect();
+                    assert_eq!(back, expected, "thread {thread}, round {round}");
+                }
+                core.free(device, buffer as usize).unwrap();
+            });
+        }
+    });
+    h.clear_kernels();
+    assert!(core.deinit().unwrap());
+    assert_eq!(h.live(), Live::NONE, "everything released");
+}
+
+/// When the driver runs out of memory, the core frees the small blocks its memory manager caches and
+/// tries again, so memory the program freed is never what makes an allocation fail.
+pub(crate) fn out_of_device_memory_frees_the_cache_and_retries<H: Harness>() {
+    let h = H::start(1, &[]);
+    let core = h.core();
+    core.init_device(0).unwrap();
+    // Room for the blocks below and nothing more.
+    h.limit_memory(16 * 4096);
+    let blocks: Vec<*mut c_void> = (0..16)
+        .map(|_| core.alloc(0, 4096, AllocKind::Device).unwrap())
+        .collect();
+    let full = core.alloc(0, 4096, AllocKind::Device).unwrap_err();
+    assert!(
+        matches!(full, crate::util::error::Error::OutOfMemory { size: 4096 }),
+        "the driver's out-of-memory result is an out-of-memory error: {full}"
+    );
+    for block in &blocks {
+        core.free(0, *block as usize).unwrap();
+    }
+    // The freed blocks sit in the cache, so the device is still full; a block of another size misses
+    // the cache, runs out, and succeeds once the cache is given back to the driver.
+    let big = core.alloc(0, 8192, AllocKind::Device).unwrap();
+    assert!(!big.is_null());
+    assert!(h.within_memory_limit(), "within the device's memory");
+    core.free(0, big as usize).unwrap();
+    assert!(core.deinit().unwrap());
+}
+
+/// A nowait region whose queue the driver reports failed: `query_async` fails naming the call, and,
+/// as with the stock plugin, the queue goes back to the pool and the async info forgets it.
+pub(crate) fn a_failed_query_releases_the_queue<H: Harness>() {
+    let h = H::start(1, &[("LIBOMPTARGET_NUM_INITIAL_STREAMS", "1")]);
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
+    let request = LaunchRequest {
+        nowait: true,
+        ..Default::default()
+    };
+    let mut info: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe { core.launch(0, loaded.addresses[program.spmd], &[], &request, Some(&mut info)) }.unwrap();
+    assert!(!info.is_null());
+    h.fail_next(Op::QueryQueue);
+    let err = core.query_async(0, &mut info).unwrap_err().to_string();
+    let call = H::driver_calls(Op::QueryQueue)[0];
+    assert!(err.contains(call), "{err}");
+    assert!(info.is_null(), "the async info no longer holds the queue");
+    // The pool's one queue is free again: the next nowait region gets it, no new queue is made.
+    let mut again: *mut c_void = std::ptr::null_mut();
+    // SAFETY: as above.
+    unsafe { core.launch(0, loaded.addresses[program.spmd], &[], &request, Some(&mut again)) }.unwrap();
+    assert_eq!(h.calls(Op::CreateQueue), 1);
+    core.synchronize(0, &mut again).unwrap();
+    h.clear_kernels();
+    assert!(core.deinit().unwrap());
+}
+
+/// The host entry of the device header's RPC client pointer, which every suite program defines.
+#[cfg(feature = "rpc")]
+fn client_entry() -> HostEntry {
+    HostEntry {
+        name: std::ffi::CString::new("__llvm_libc_rpc_client").unwrap(),
+        size: 8,
+        flags: 0,
+        host_addr: 0,
+    }
+}
+
+/// Doubles each lane's first word and adds the lane number.
+#[cfg(feature = "rpc")]
+struct DoubleIt;
+
+#[cfg(feature = "rpc")]
+impl crate::rpc::registry::UserHandler for DoubleIt {
+    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        let mut packets = port.lane_packets();
+        let n = port.recv(&mut packets).unwrap();
+        for (lane, p) in packets.iter_mut().take(n as usize).enumerate() {
+            p.data[0] = p.data[0] * 2 + lane as u64;
+        }
+        port.send(&packets).unwrap();
+    }
+}
+
+/// A kernel run by a simulated 32-lane warp calls the host: device `malloc` and `free` from the heap
+/// reserved at load, and a user opcode from 16 lanes, over a mailbox in the driver's pinned memory.
+#[cfg(feature = "rpc")]
+pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<H: Harness>() {
+    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+    const OP_DOUBLE: u16 = 0xC0DA;
+    let h = H::start(1, &[("OMPRPC_RPC_PORTS", "64")]);
+    crate::rpc::registry::register_handler(OP_DOUBLE, Box::new(DoubleIt)).unwrap();
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let mut entries = program.entries.clone();
+    entries.push(client_entry());
+    let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
+    let blocks = h.memory_blocks();
+    let pinned = |addr: usize| blocks.iter().any(|&(start, _)| start == addr);
+    let server = crate::rpc::registry::servers()
+        .iter()
+        .find(|s| pinned(s.mailbox_address()))
+        .cloned()
+        .expect("a server whose mailbox is the simulated driver's memory");
+    assert_eq!(
+        (server.lane_size(), server.ports()),
+        (32, 64),
+        "warp-size lanes; OMPRPC_RPC_PORTS"
+    );
+    assert_eq!(h.calls(Op::AllocHost), 1, "the mailbox is pinned host memory");
+    // The contract of LLVM's plugins: the pointer is left as the image set it, and libc's client
+    // bytes are copied to the object it names, which lives in the module's own memory.
+    let client = read::<u64>(loaded.addresses[entries.len() - 1]) as usize;
+    let (object, object_size) = h
+        .module_global(program.client_object)
+        .expect("the module's client object");
+    assert_eq!(client, object, "the image's pointer still names its own client object");
+    assert_eq!(object_size, 552);
+    assert_eq!(read::<u32>(object), 64, "the client object knows the port count");
+    assert_eq!(
+        read::<u64>(object + 8) as usize,
+        server.mailbox_address(),
+        "and the mailbox"
+    );
+
+    let results = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+    let out = Arc::clone(&results);
+    let kernel_server = Arc::clone(&server);
+    h.register_kernel(
+        &program.generic_name,
+        0,
+        Arc::new(move |_| {
+            let device = SimulatedDevice::new(Arc::clone(&kernel_server));
+            let warp = SimulatedWarp::new(&device, 5);
+            let mask = warp.full_mask();
+            let sizes: Vec<u64> = (0..32).map(|lane| 16 + lane).collect();
+            let ptrs = warp.malloc(mask, &sizes);
+            let packets: Vec<[u64; 8]> = (0..32).map(|lane| [100 + lane, 0, 0, 0, 0, 0, 0, 0]).collect();
+            let replies = warp.call(OP_DOUBLE, mask & 0xffff, &packets);
+            warp.free(mask, &ptrs);
+            *out.lock().unwrap() = (ptrs, replies.iter().map(|r| r[0]).collect::<Vec<_>>());
+        }),
+    );
+    let memory_calls = || [h.calls(Op::AllocDevice), h.calls(Op::FreeDevice)];
+    let calls_before = memory_calls();
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe {
+        core.launch(
+            0,
+            loaded.addresses[program.generic],
+            &[],
+            &LaunchRequest::default(),
+            None,
+        )
+    }
+    .unwrap();
+    let (ptrs, replies) = results.lock().unwrap().clone();
+    assert_eq!(ptrs.len(), 32);
+    let distinct: std::collections::HashSet<_> = ptrs.iter().collect();
+    assert!(
+        ptrs.iter().all(|&p| p != 0) && distinct.len() == 32,
+        "one block per lane: {ptrs:x?}"
+    );
+    assert_eq!(
+        memory_calls(),
+        calls_before,
+        "device malloc and free make no driver call while the kernel runs"
+    );
+    assert_eq!(h.violations(), Vec::<String>::new());
+    let reservation = {
+        let (base, size) = h.memory_blocks().into_iter().max_by_key(|&(_, size)| size).unwrap();
+        base..base + size
+    };
+    assert_eq!(
+        reservation.len() as u64,
+        (h.device_memory() / 16).min(256 << 20),
+        "the default reservation: a sixteenth of the device's memory, at most 256 MiB (80 GiB: 256 MiB)"
+    );
+    assert!(
+        ptrs.iter().all(|&p| reservation.contains(&(p as usize))),
+        "the blocks come from the memory reserved when the image was loaded"
+    );
+    let expected: Vec<u64> = (0..32)
+        .map(|lane| if lane < 16 { (100 + lane) * 2 + lane } else { 0 })
+        .collect();
+    assert_eq!(
+        replies, expected,
+        "the user opcode served the 16 active lanes, each its own packet"
+    );
+    h.clear_kernels();
+    drop(server);
+    assert!(core.deinit().unwrap());
+    assert_eq!(h.live(), Live::NONE, "the mailbox and client object are released too");
+}
+
+/// Instantiates every suite test for a harness, as `#[test]`s in a module `$name`:
+/// `backend_suite!(cuda, CudaHarness);` makes `suite::cuda::<test>` for each.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! backend_suite {
+    ($name:ident, $harness:ty) => {
+        mod $name {
+            $crate::backend_suite!(@tests $harness;
+                initial_queues_and_events_are_made_per_device,
+                async_copies_run_in_queue_order_once_synchronised,
+                launches_pass_arguments_by_value_with_the_stock_geometry,
+                device_to_device_between_two_devices_goes_peer_to_peer,
+                small_allocations_are_recycled,
+                locking_pins_once_per_range_and_unlocking_unpins,
+                interop_gets_the_drivers_own_handles,
+                teardown_releases_everything_in_order,
+                a_launch_allocates_nothing_on_the_host,
+                every_driver_call_failing_once_is_reported_and_survived,
+                nowait_work_is_queried_and_events_order_queues,
+                eight_threads_of_queued_copies_and_launches_keep_their_order,
+                out_of_device_memory_frees_the_cache_and_retries,
+                a_failed_query_releases_the_queue,
+            );
+            #[cfg(feature = "rpc")]
+            $crate::backend_suite!(@tests $harness;
+                host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory,
+            );
+        }
+    };
+    (@tests $harness:ty; $($test:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                $crate::backend::suite::$test::<$harness>();
+            }
+        )*
+    };
+}
+
+// The harnesses, each beside the backend it drives; `suite::<name>::` runs the suite on one.
+crate::backend_suite!(cuda, crate::backend::cuda::harness::CudaHarness);
+crate::backend_suite!(fake, crate::plugin::tests::FakeHarness);
