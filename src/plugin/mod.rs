@@ -196,7 +196,7 @@ impl Plugin {
                 config,
             )),
             BackendKind::Cuda => backend::cuda::CudaBackend::open(&config).map(|b| Core::new_boxed(b, config)),
-            BackendKind::Amdgpu => Err(backend::amdgpu::probe(&config)),
+            BackendKind::Amdgpu => backend::amdgpu::AmdgpuBackend::open(&config).map(|b| Core::new_boxed(b, config)),
         };
         match core {
             Ok(core) => Plugin {

@@ -2,90 +2,549 @@
 //! `libhsa-runtime64.so`, the name the stock plugin opens, or `OMPRPC_HSA_LIBRARY`), so that the plugin
 //! loads, and reports zero devices, on a machine without it.
 //!
-//! Layers, as for CUDA: [`sys`] (the runtime's types and entry points) and [`runtime`] (the opened
-//! runtime and its checked calls). This version opens the runtime, initialises it and finds its GPU
-//! agents, but does not run kernels on them yet: [`probe`] always ends with the reason there are no
-//! devices, which `LIBOMPTARGET_INFO` prints.
+//! Layers, as for CUDA: [`sys`] (the runtime's types and entry points), [`runtime`] (the opened
+//! runtime and its checked calls), [`code_object`] (what an image says about itself), [`device`] (a
+//! GPU agent and its queues, signals and buffers), [`queue`] (signals, HSA queues, AQL packets),
+//! [`stream`] (streams and events over signals, copies) and [`memory`] (host buffers and directly
+//! reachable host ranges). [`AmdgpuBackend`] maps the core's hooks onto them the way LLVM 16's stock
+//! AMDGPU plugin does: one device per GPU agent, device memory from its first coarse-grained pool,
+//! host memory from the CPU's first fine-grained pool, kernels dispatched as AQL packets with the
+//! 8-byte arguments followed by 56 zero bytes of implicit arguments — a kernel launch on AMDGPU is
+//! `AmdgpuBackend::launch`.
 
 pub mod code_object;
+pub mod device;
 pub mod memory;
 pub mod queue;
 pub mod runtime;
+pub mod stream;
 pub mod sys;
 
-use self::runtime::{Api, Runtime};
+use std::ffi::{c_void, CStr};
+
+use self::code_object::TargetId;
+use self::device::{AgentFacts, AmdDevice, HostPools};
+use self::memory::DirectRanges;
+use self::queue::Dispatch;
+use self::runtime::{Api, KernelSymbolInfo, Runtime};
+use self::stream::{AmdEvent, AmdStream};
+use self::sys::{HsaAgent, HsaCodeObjectReader, HsaExecutable, HsaStatus, HSA_STATUS_SUCCESS};
+use super::{
+    gpu, AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice,
+};
 use crate::backend::gpu::library::OpenError;
-use crate::util::config::Config;
-use crate::util::error::Error;
+use crate::util::config::{BackendKind, Config};
+use crate::util::error::{Error, Result};
 
 /// The runtime's file names tried in turn: the soname the runtime package installs, then the
 /// unversioned name that only its development package provides (and the stock plugin opens).
 pub const RUNTIME_NAMES: [&str; 2] = ["libhsa-runtime64.so.1", "libhsa-runtime64.so"];
 
-/// Opens the runtime named by `OMPRPC_HSA_LIBRARY`, else [`RUNTIME_NAMES`], initialises it and counts
-/// its GPU agents; returns why this version reports no AMDGPU devices: no runtime, a runtime that lacks
-/// an entry point, a failing `hsa_init` (no `/dev/kfd`: `HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)`),
-/// no GPU agent, or GPUs it cannot run kernels on yet. The runtime is shut down again before it
-/// returns.
-pub fn probe(config: &Config) -> Error {
-    let names: Vec<&str> = match &config.hsa_library {
-        Some(path) => vec![path.as_str()],
-        None => RUNTIME_NAMES.to_vec(),
-    };
-    let runtime = match Runtime::open(&names) {
-        Ok(runtime) => runtime,
-        Err(OpenError::Library(why)) => {
-            return Error::Unsupported(format!(
-                "no HSA runtime: cannot load {} ({why}); reporting 0 devices",
-                names.join(" or ")
-            ))
-        }
-        Err(OpenError::Symbol { library, symbol }) => {
-            return Error::Unsupported(format!(
-                "the HSA runtime {library} lacks {symbol} (too old?); reporting 0 devices"
-            ))
-        }
-    };
-    probe_runtime(Api::new(Box::leak(Box::new(runtime))))
+/// Threads per work-group when the program does not say (LLVM 16's `GV_Default_WG_Size` for AMDGPU).
+pub const DEFAULT_THREADS: u32 = 256;
+
+/// Most arguments one launch passes (their kernarg buffer is 8 bytes each, plus 56).
+pub const MAX_KERNEL_ARGS: usize = 4096;
+
+/// The AMDGPU backend.
+pub struct AmdgpuBackend {
+    api: Api,
+    config: Config,
+    reason: String,
+    host: HostPools,
+    devices: Vec<AmdDevice>,
+    /// Every GPU agent, for access to host memory.
+    gpu_agents: Vec<HsaAgent>,
+    /// Host ranges the devices reach directly.
+    direct: DirectRanges,
 }
 
-/// [`probe`] over an opened runtime (the real one, or a simulated one in tests).
-pub fn probe_runtime(api: Api) -> Error {
-    if let Err(e) = api.init() {
-        return Error::Unsupported(format!("{e} from {}; reporting 0 devices", api.library()));
+/// A loaded code object.
+pub struct AmdModule {
+    executable: HsaExecutable,
+    reader: HsaCodeObjectReader,
+    /// The image's bytes, which the reader reads from until it is destroyed.
+    _image: Vec<u8>,
+}
+
+/// A kernel of a loaded code object.
+pub struct AmdKernel {
+    info: KernelSymbolInfo,
+}
+
+/// Memory faults reported by the runtime, delivered to the device whose agent faulted. Leaked: the
+/// runtime keeps the handler for the life of the process.
+struct FaultSink {
+    devices: Vec<(HsaAgent, std::sync::Arc<queue::Health>)>,
+}
+
+/// Called by the runtime with system events; a GPU memory fault fails the device it happened on.
+///
+/// # Safety
+/// `data` is the backend's leaked [`FaultSink`]; `event` is the runtime's event.
+unsafe extern "C" fn on_system_event(event: *const sys::AmdEvent, data: *mut c_void) -> HsaStatus {
+    // SAFETY: per this function's contract.
+    let (event, sink) = unsafe { (&*event, &*data.cast::<FaultSink>()) };
+    if event.event_type == sys::event_type::GPU_MEMORY_FAULT {
+        let fault = event.memory_fault;
+        for (agent, health) in &sink.devices {
+            if *agent == fault.agent {
+                health.fail(Error::Unsupported(format!(
+                    "the GPU reported a memory fault at address {:#x} (reasons {:#x})",
+                    fault.virtual_address, fault.fault_reason_mask
+                )));
+            }
+        }
     }
-    let agents = api.agents();
-    let shut_down = api.shut_down();
-    let gpus: Vec<String> = match agents {
-        Ok(agents) => agents.into_iter().filter(runtime::is_gpu).map(|a| a.name).collect(),
-        Err(e) => return Error::Unsupported(format!("{e} from {}; reporting 0 devices", api.library())),
-    };
-    if let Err(e) = shut_down {
-        return Error::Unsupported(format!("{e} from {}; reporting 0 devices", api.library()));
+    HSA_STATUS_SUCCESS
+}
+
+impl AmdgpuBackend {
+    /// Opens the runtime named by `OMPRPC_HSA_LIBRARY`, else [`RUNTIME_NAMES`], initialises it and
+    /// finds its GPU agents. Fails, with the reason in words, when there is no runtime, it lacks an entry
+    /// point, `hsa_init` fails (no `/dev/kfd`: `HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)`), or it
+    /// shows no GPU.
+    pub fn open(config: &Config) -> Result<AmdgpuBackend> {
+        let names: Vec<&str> = match &config.hsa_library {
+            Some(path) => vec![path.as_str()],
+            None => RUNTIME_NAMES.to_vec(),
+        };
+        let runtime = Runtime::open(&names).map_err(|e| match e {
+            OpenError::Library(why) => Error::Unsupported(format!(
+                "no HSA runtime: cannot load {} ({why}); reporting 0 devices",
+                names.join(" or ")
+            )),
+            OpenError::Symbol { library, symbol } => Error::Unsupported(format!(
+                "the HSA runtime {library} lacks {symbol} (too old?); reporting 0 devices"
+            )),
+        })?;
+        AmdgpuBackend::with_runtime(Api::new(Box::leak(Box::new(runtime))), config)
     }
-    if gpus.is_empty() {
-        return Error::Unsupported(format!(
-            "the HSA runtime {} found no GPU agent; reporting 0 devices",
+
+    /// The backend over an opened runtime (the real one, or a simulated one in tests).
+    pub fn with_runtime(api: Api, config: &Config) -> Result<AmdgpuBackend> {
+        let zero = |e: Error| Error::Unsupported(format!("{e} from {}; reporting 0 devices", api.library()));
+        api.init().map_err(zero)?;
+        let opened = AmdgpuBackend::discover(api, config);
+        if opened.is_err() {
+            let _ = api.shut_down();
+        }
+        opened.map_err(|e| match e {
+            Error::Unsupported(_) => e,
+            e => zero(e),
+        })
+    }
+
+    fn discover(api: Api, config: &Config) -> Result<AmdgpuBackend> {
+        let agents = api.agents()?;
+        let mut host_pools = Vec::new();
+        for cpu in agents.iter().filter(|a| a.device_type == sys::device_type::CPU) {
+            host_pools.extend(api.pools(cpu.agent)?);
+        }
+        let gpus: Vec<_> = agents.into_iter().filter(runtime::is_gpu).collect();
+        if gpus.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "the HSA runtime {} found no GPU agent; reporting 0 devices",
+                api.library()
+            )));
+        }
+        let host = HostPools::choose(&host_pools)?;
+        let devices = gpus
+            .into_iter()
+            .map(|gpu| AgentFacts::read(api, gpu.agent, gpu.name).map(AmdDevice::new))
+            .collect::<Result<Vec<_>>>()?;
+        let sink = Box::leak(Box::new(FaultSink {
+            devices: devices
+                .iter()
+                .map(|d| (d.facts.agent, std::sync::Arc::clone(&d.health)))
+                .collect(),
+        }));
+        // SAFETY: `sink` is leaked, so it lives as long as the runtime may call the handler.
+        unsafe { api.on_system_event(on_system_event, (sink as *mut FaultSink).cast()) }?;
+        let reason = format!(
+            "{} AMD GPU(s) ({}) found by {}",
+            devices.len(),
+            devices
+                .iter()
+                .map(|d| d.facts.target.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
             api.library()
-        ));
+        );
+        Ok(AmdgpuBackend {
+            api,
+            config: config.clone(),
+            reason,
+            host,
+            gpu_agents: devices.iter().map(|d| d.facts.agent).collect(),
+            devices,
+            direct: DirectRanges::default(),
+        })
     }
-    Error::Unsupported(format!(
-        "the HSA runtime {} found {} AMD GPU(s) ({}), but this version of omprpc cannot run kernels on \
-         them yet; reporting 0 devices",
-        api.library(),
-        gpus.len(),
-        gpus.join(", ")
-    ))
+
+    /// Whether the images's target (the arch string when libomptarget has one, else its header) runs
+    /// on every GPU, as the stock plugin requires.
+    fn image_target(header: &[u8], arch: Option<&str>) -> Option<TargetId> {
+        if !code_object::is_code_object(header) {
+            return None;
+        }
+        match arch {
+            Some(arch) => TargetId::parse(arch),
+            None => crate::util::elf::header(header).and_then(|h| TargetId::from_header(&h)),
+        }
+    }
+
+    fn stream_device(&self, stream: &AmdStream) -> &AmdDevice {
+        &self.devices[stream.device()]
+    }
+}
+
+/// What a symbol lookup that found nothing means.
+fn missing(name: &CStr) -> Error {
+    Error::MissingSymbol {
+        image: "the AMDGPU code object".into(),
+        symbol: name.to_string_lossy().into_owned(),
+    }
+}
+
+impl Backend for AmdgpuBackend {
+    type Module = AmdModule;
+    type Kernel = AmdKernel;
+    type Queue = AmdStream;
+    type Event = AmdEvent;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Amdgpu
+    }
+
+    fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn device_count_reason(&self) -> String {
+        self.reason.clone()
+    }
+
+    fn is_compatible_image(&self, header: &[u8], _image_len: usize, arch: Option<&str>) -> bool {
+        let Some(image) = AmdgpuBackend::image_target(header, arch) else {
+            return false;
+        };
+        !self.devices.is_empty() && self.devices.iter().all(|d| image.runs_on(&d.facts.target))
+    }
+
+    fn init_device(&self, device: usize) -> Result<DeviceLimits> {
+        let amd = &self.devices[device];
+        amd.init(self.api, self.host, &self.config.amdgpu)?;
+        let facts = &amd.facts;
+        Ok(DeviceLimits {
+            lane_size: facts.wavefront_size,
+            max_threads: facts.max_threads,
+            max_teams: facts.max_grid / facts.max_threads.max(1),
+            default_threads: DEFAULT_THREADS.min(facts.max_threads),
+            default_teams: facts
+                .compute_units
+                .saturating_mul(self.config.amdgpu.teams_per_cu as u32),
+            multiprocessors: facts.compute_units,
+            memory_bytes: facts.memory_bytes,
+            default_exec_mode: ExecMode::Spmd,
+            max_kernel_args: MAX_KERNEL_ARGS,
+            rpc_ports: gpu::default_rpc_ports(facts.compute_units),
+            recycle_allocations: true,
+            reads_host_memory: false,
+        })
+    }
+
+    fn deinit_device(&self, device: usize) -> Result<()> {
+        self.devices[device].release()
+    }
+
+    fn load_module(&self, device: usize, image: &[u8]) -> Result<AmdModule> {
+        let amd = &self.devices[device];
+        amd.ready(device)?;
+        let read = code_object::read(image).map_err(Error::BadImage)?;
+        if !read.target.runs_on(&amd.facts.target) {
+            return Err(Error::BadImage(format!(
+                "a code object for {} does not run on this {}",
+                read.target, amd.facts.target
+            )));
+        }
+        if let Some(kernel) = read
+            .kernels
+            .iter()
+            .find(|k| k.wavefront_size != amd.facts.wavefront_size)
+        {
+            return Err(Error::BadImage(format!(
+                "kernel {} was built for {}-lane wavefronts; this GPU runs {}",
+                kernel.name.escape_debug(),
+                kernel.wavefront_size,
+                amd.facts.wavefront_size
+            )));
+        }
+        let image = image.to_vec();
+        let (executable, reader) = self.api.load_executable(amd.facts.agent, &image)?;
+        Ok(AmdModule {
+            executable,
+            reader,
+            _image: image,
+        })
+    }
+
+    fn unload_module(&self, _device: usize, module: AmdModule) -> Result<()> {
+        // SAFETY: the core unloads a module once, after the work that used it.
+        unsafe { self.api.destroy_executable(module.executable, module.reader) }
+    }
+
+    fn kernel(&self, device: usize, module: &AmdModule, name: &CStr) -> Result<KernelSymbol<AmdKernel>> {
+        let mut descriptor = name.to_bytes().to_vec();
+        descriptor.extend_from_slice(b".kd");
+        let descriptor = std::ffi::CString::new(descriptor).map_err(|_| missing(name))?;
+        let symbol = self
+            .api
+            .symbol(module.executable, self.devices[device].facts.agent, &descriptor)?
+            .ok_or_else(|| missing(name))?;
+        if self.api.symbol_kind(symbol)? != sys::symbol_kind::KERNEL {
+            return Err(missing(name));
+        }
+        Ok(KernelSymbol {
+            kernel: AmdKernel {
+                info: self.api.kernel_info(symbol)?,
+            },
+            max_threads: None,
+        })
+    }
+
+    fn global(&self, device: usize, module: &AmdModule, name: &CStr) -> Result<GlobalSymbol> {
+        let symbol = self
+            .api
+            .symbol(module.executable, self.devices[device].facts.agent, name)?
+            .ok_or_else(|| missing(name))?;
+        if self.api.symbol_kind(symbol)? != sys::symbol_kind::VARIABLE {
+            return Err(missing(name));
+        }
+        let (addr, size) = self.api.variable_info(symbol)?;
+        Ok(GlobalSymbol {
+            addr: addr as usize as *mut c_void,
+            size: size as usize,
+        })
+    }
+
+    fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void> {
+        let amd = &self.devices[device];
+        match kind {
+            AllocKind::Device | AllocKind::Default => self.api.pool_allocate(amd.facts.device_pool, size),
+            AllocKind::Host => {
+                let ptr = self.api.pool_allocate(self.host.fine, size)?;
+                // SAFETY: just allocated from a pool.
+                if let Err(e) = unsafe { self.api.allow_access(&self.gpu_agents, ptr) } {
+                    // SAFETY: just allocated and used by nothing.
+                    let _ = unsafe { self.api.pool_free(ptr) };
+                    return Err(e);
+                }
+                self.direct.add_allocation(ptr, size);
+                Ok(ptr)
+            }
+            AllocKind::Shared => Err(Error::Unsupported(
+                "shared (managed) memory is not available on AMD GPUs in this version, as with the stock                  plugin; use device or host memory"
+                    .into(),
+            )),
+        }
+    }
+
+    unsafe fn free(&self, _device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
+        if kind == AllocKind::Host {
+            self.direct.remove_allocation(ptr);
+        }
+        // SAFETY: per this function's contract, `ptr` came from `alloc`, which allocates from pools.
+        unsafe { self.api.pool_free(ptr) }
+    }
+
+    unsafe fn copy_to_device(
+        &self,
+        device: usize,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: &AmdStream,
+    ) -> Result<()> {
+        let max = self.config.amdgpu.max_async_copy_bytes;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { queue.copy_to_device(&self.devices[device], &self.direct, max, dst, src, size) }
+    }
+
+    unsafe fn copy_to_host(
+        &self,
+        device: usize,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        queue: &AmdStream,
+    ) -> Result<()> {
+        let max = self.config.amdgpu.max_async_copy_bytes;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { queue.copy_to_host(&self.devices[device], &self.direct, max, dst, src, size) }
+    }
+
+    fn can_exchange(&self, src_device: usize, dst_device: usize) -> bool {
+        // Within one device a copy is a device-to-device copy; between GPUs the stock plugin of LLVM 16
+        // does not exchange, and neither does this one.
+        src_device == dst_device
+    }
+
+    unsafe fn copy_between_devices(
+        &self,
+        src_device: usize,
+        src: *const c_void,
+        _dst_device: usize,
+        dst: *mut c_void,
+        size: usize,
+        queue: &AmdStream,
+    ) -> Result<()> {
+        // SAFETY: forwarded from this function's contract; both ends are device memory of one device.
+        unsafe { queue.async_copy(&self.devices[src_device], dst, src, size) }
+    }
+
+    unsafe fn launch(
+        &self,
+        device: usize,
+        kernel: &AmdKernel,
+        args: &[*mut c_void],
+        geometry: LaunchGeometry,
+        _asynchronous: bool,
+        queue: &AmdStream,
+    ) -> Result<()> {
+        let info = kernel.info;
+        if (info.kernarg_segment_size as usize) < args.len() * 8 {
+            return Err(Error::InvalidArg(format!(
+                "the kernel takes {} bytes of arguments, fewer than the {} passed",
+                info.kernarg_segment_size,
+                args.len() * 8
+            )));
+        }
+        let dispatch = Dispatch {
+            kernel_object: info.object,
+            kernargs: std::ptr::null_mut(),
+            teams: geometry.teams,
+            threads: geometry.threads,
+            group_segment_size: info.group_segment_size.saturating_add(geometry.dynamic_shared_bytes),
+            private_segment_size: info.private_segment_size,
+        };
+        // SAFETY: forwarded from this function's contract.
+        unsafe { queue.launch(&self.devices[device], dispatch, args) }
+    }
+
+    fn create_queue(&self, device: usize) -> Result<AmdStream> {
+        let amd = &self.devices[device];
+        Ok(AmdStream::new(device, amd, amd.ready(device)?))
+    }
+
+    fn destroy_queue(&self, _device: usize, _queue: &AmdStream) -> Result<()> {
+        // A stream owns no runtime object of its own; what it kept was released when it went idle.
+        Ok(())
+    }
+
+    fn queue_handle(&self, queue: &AmdStream) -> *mut c_void {
+        queue.handle()
+    }
+
+    fn synchronize(&self, _device: usize, queue: &AmdStream) -> Result<()> {
+        queue.synchronize(self.stream_device(queue))
+    }
+
+    fn is_idle(&self, _device: usize, queue: &AmdStream) -> Result<bool> {
+        queue.is_idle(self.stream_device(queue))
+    }
+
+    fn create_event(&self, device: usize) -> Result<AmdEvent> {
+        self.devices[device].ready(device)?;
+        Ok(AmdEvent::new())
+    }
+
+    fn destroy_event(&self, _device: usize, _event: &AmdEvent) -> Result<()> {
+        Ok(())
+    }
+
+    fn event_handle(&self, event: &AmdEvent) -> *mut c_void {
+        event.handle()
+    }
+
+    fn record_event(&self, _device: usize, event: &AmdEvent, queue: &AmdStream) -> Result<()> {
+        queue.record(event);
+        Ok(())
+    }
+
+    fn wait_event(&self, _device: usize, event: &AmdEvent, queue: &AmdStream) -> Result<()> {
+        queue.wait_event(self.stream_device(queue), event)
+    }
+
+    fn sync_event(&self, device: usize, event: &AmdEvent) -> Result<()> {
+        event.synchronize(&self.devices[device])
+    }
+
+    // The range is libomptarget's mapped host memory (the core checked it is not null); the runtime
+    // checks the rest and fails cleanly.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn lock_host_memory(&self, _device: usize, ptr: *mut c_void, size: usize) -> Result<*mut c_void> {
+        self.direct.lock(ptr, size, || {
+            // SAFETY: libomptarget locks mapped host memory and keeps it mapped until it unlocks it.
+            unsafe { self.api.memory_lock(ptr, size) }
+        })
+    }
+
+    // Only a range `lock_host_memory` locked reaches the runtime.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn unlock_host_memory(&self, _device: usize, ptr: *mut c_void) -> Result<()> {
+        self.direct.unlock(ptr, || {
+            // SAFETY: the range was locked by `lock_host_memory` and no copy uses it any more.
+            unsafe { self.api.memory_unlock(ptr) }
+        })
+    }
+
+    fn native_device(&self, device: usize) -> NativeDevice {
+        NativeDevice {
+            context: std::ptr::null_mut(),
+            device: self.devices[device].facts.agent.handle as usize as *mut c_void,
+        }
+    }
+
+    fn describe_device(&self, device: usize) -> Vec<(&'static str, String)> {
+        let facts = &self.devices[device].facts;
+        vec![
+            ("HSA Runtime:", self.api.library().to_string()),
+            ("HSA Agent Number:", device.to_string()),
+            ("Device Name:", facts.name.clone()),
+            ("Target ID:", facts.target.to_string()),
+            ("Compute Units:", facts.compute_units.to_string()),
+            ("Wavefront Size:", format!("{} Threads", facts.wavefront_size)),
+            ("Maximum Threads per Work-group:", facts.max_threads.to_string()),
+            ("Maximum Grid Size:", facts.max_grid.to_string()),
+            ("Global Memory Size:", format!("{} bytes", facts.memory_bytes)),
+            (
+                "HSA Queues:",
+                format!(
+                    "{} of {} packets",
+                    self.config.amdgpu.hsa_queues.min(facts.queues_max.max(1) as usize),
+                    self.config.amdgpu.hsa_queue_size.min(facts.queue_max_size as usize)
+                ),
+            ),
+        ]
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn open_error(config: &Config) -> String {
+        match AmdgpuBackend::open(config) {
+            Ok(_) => panic!("opened"),
+            Err(e) => e.to_string(),
+        }
+    }
+
     #[test]
     fn a_missing_runtime_is_named() {
         let config = Config::from_pairs(&[("OMPRPC_HSA_LIBRARY", "/nonexistent/libhsa-runtime64.so.1")]);
-        let text = probe(&config).to_string();
+        let text = open_error(&config);
         assert!(
             text.starts_with("no HSA runtime: cannot load /nonexistent/libhsa-runtime64.so.1 (")
                 && text.ends_with("; reporting 0 devices"),
@@ -97,7 +556,7 @@ mod tests {
     fn a_library_that_is_not_the_runtime_is_named_by_the_first_missing_entry_point() {
         let config = Config::from_pairs(&[("OMPRPC_HSA_LIBRARY", "libc.so.6")]);
         assert_eq!(
-            probe(&config).to_string(),
+            open_error(&config),
             "the HSA runtime libc.so.6 lacks hsa_init (too old?); reporting 0 devices"
         );
     }

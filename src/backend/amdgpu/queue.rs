@@ -76,6 +76,11 @@ impl SignalPool {
         Ok(pool)
     }
 
+    /// The runtime the signals belong to.
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
     /// A signal set to 1 (pending).
     pub fn take(self: &Arc<Self>) -> Result<Arc<Signal>> {
         let raw = match lock(&self.free).pop() {

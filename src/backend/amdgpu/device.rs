@@ -1,0 +1,229 @@
+//! One AMD GPU as the backend keeps it: its agent and what was read of it at start-up, and, while it
+//! is initialised, its HSA queues, signals, kernarg and staging buffers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::code_object::TargetId;
+use super::memory::HostBuffers;
+use super::queue::{AqlQueue, Health, SignalPool};
+use super::runtime::{Api, PoolSummary};
+use super::sys::{agent_info, pool_global_flag, segment, HsaAgent, HsaMemoryPool};
+use crate::util::config::AmdgpuSettings;
+use crate::util::error::{Error, Result};
+use crate::util::sync::lock;
+
+/// The host's pools, gathered over the CPU agents as the stock plugin does: the first fine-grained
+/// global pool (host and pinned memory, staging) and the first kernarg pool.
+#[derive(Clone, Copy, Debug)]
+pub struct HostPools {
+    /// Fine-grained host memory every agent may be given access to.
+    pub fine: HsaMemoryPool,
+    /// Memory for kernel arguments.
+    pub kernargs: HsaMemoryPool,
+}
+
+impl HostPools {
+    /// Picks the host's pools from every CPU agent's pools, in order.
+    pub fn choose(pools: &[PoolSummary]) -> Result<HostPools> {
+        let usable = |p: &&PoolSummary| p.segment == segment::GLOBAL && p.alloc_allowed;
+        let fine = pools
+            .iter()
+            .filter(usable)
+            .find(|p| p.global_flags & pool_global_flag::FINE_GRAINED != 0)
+            .ok_or_else(|| Error::Unsupported("the HSA runtime shows no fine-grained host memory pool".into()))?;
+        let kernargs = pools
+            .iter()
+            .filter(usable)
+            .find(|p| {
+                p.global_flags & pool_global_flag::FINE_GRAINED != 0
+                    && p.global_flags & pool_global_flag::KERNARG_INIT != 0
+            })
+            .ok_or_else(|| Error::Unsupported("the HSA runtime shows no kernel-argument memory pool".into()))?;
+        Ok(HostPools {
+            fine: fine.pool,
+            kernargs: kernargs.pool,
+        })
+    }
+}
+
+/// What the plugin read of a GPU agent when the runtime was opened.
+#[derive(Clone, Debug)]
+pub struct AgentFacts {
+    /// The runtime's handle.
+    pub agent: HsaAgent,
+    /// `HSA_AGENT_INFO_NAME` ("gfx90a").
+    pub name: String,
+    /// The target of its (last) ISA, e.g. "gfx90a:sramecc+:xnack-", which images are judged against.
+    pub target: TargetId,
+    /// Compute units.
+    pub compute_units: u32,
+    /// Work-items per wavefront (64, or 32 on wave32 parts).
+    pub wavefront_size: u32,
+    /// `WORKGROUP_MAX_DIM[0]`: most work-items in a work-group along x.
+    pub max_threads: u32,
+    /// `GRID_MAX_DIM.x`: most work-items in a grid along x.
+    pub max_grid: u32,
+    /// Most packets one queue may hold, and most queues.
+    pub queue_max_size: u32,
+    /// Most queues the agent supports.
+    pub queues_max: u32,
+    /// The first coarse-grained global pool: device memory.
+    pub device_pool: HsaMemoryPool,
+    /// Its size in bytes.
+    pub memory_bytes: u64,
+}
+
+impl AgentFacts {
+    /// Reads what the plugin needs of a GPU agent.
+    pub fn read(api: Api, agent: HsaAgent, name: String) -> Result<AgentFacts> {
+        let isas = api.isa_names(agent)?;
+        let isa = isas
+            .last()
+            .ok_or_else(|| Error::Unsupported(format!("the HSA runtime shows no ISA for GPU agent {name}")))?;
+        let target = TargetId::parse(isa).ok_or_else(|| {
+            Error::Unsupported(format!("GPU agent {name} has an ISA name omprpc cannot read: {isa:?}"))
+        })?;
+        let u32_of = |attribute, call| api.agent_u32(agent, attribute, call);
+        let workgroup: [u8; 6] = api.agent_bytes(
+            agent,
+            agent_info::WORKGROUP_MAX_DIM,
+            "hsa_agent_get_info(WORKGROUP_MAX_DIM)",
+        )?;
+        let grid: [u8; 12] = api.agent_bytes(agent, agent_info::GRID_MAX_DIM, "hsa_agent_get_info(GRID_MAX_DIM)")?;
+        let pools = api.pools(agent)?;
+        let device_pool = pools
+            .iter()
+            .find(|p| {
+                p.segment == segment::GLOBAL
+                    && p.alloc_allowed
+                    && p.global_flags & pool_global_flag::FINE_GRAINED == 0
+                    && p.global_flags & pool_global_flag::COARSE_GRAINED != 0
+            })
+            .ok_or_else(|| Error::Unsupported(format!("GPU agent {name} has no coarse-grained memory pool")))?;
+        Ok(AgentFacts {
+            agent,
+            target,
+            compute_units: u32_of(agent_info::COMPUTE_UNIT_COUNT, "hsa_agent_get_info(COMPUTE_UNIT_COUNT)")?,
+            wavefront_size: u32_of(agent_info::WAVEFRONT_SIZE, "hsa_agent_get_info(WAVEFRONT_SIZE)")?,
+            max_threads: u32::from(u16::from_ne_bytes([workgroup[0], workgroup[1]])),
+            max_grid: u32::from_ne_bytes(grid[0..4].try_into().expect("4 bytes")),
+            queue_max_size: u32_of(agent_info::QUEUE_MAX_SIZE, "hsa_agent_get_info(QUEUE_MAX_SIZE)")?,
+            queues_max: u32_of(agent_info::QUEUES_MAX, "hsa_agent_get_info(QUEUES_MAX)")?,
+            device_pool: device_pool.pool,
+            memory_bytes: device_pool.size,
+            name,
+        })
+    }
+}
+
+/// What an initialised device holds.
+pub struct Ready {
+    /// The HSA queues its streams share, handed out round robin.
+    pub queues: Vec<Arc<AqlQueue>>,
+    /// Signals for operations.
+    pub signals: Arc<SignalPool>,
+    /// Kernel-argument buffers.
+    pub kernargs: HostBuffers,
+    /// Staging buffers for small copies from and to pageable host memory.
+    pub staging: HostBuffers,
+}
+
+/// One AMD GPU.
+pub struct AmdDevice {
+    /// What was read at start-up.
+    pub facts: AgentFacts,
+    /// Queue errors and memory faults, after which its waits fail.
+    pub health: Arc<Health>,
+    /// Its queues and pools while initialised.
+    ready: Mutex<Option<Arc<Ready>>>,
+    next_queue: AtomicUsize,
+}
+
+impl AmdDevice {
+    /// A device not yet initialised.
+    pub fn new(facts: AgentFacts) -> AmdDevice {
+        AmdDevice {
+            facts,
+            health: Arc::new(Health::default()),
+            ready: Mutex::new(None),
+            next_queue: AtomicUsize::new(0),
+        }
+    }
+
+    /// Creates the queues, signals and buffer caches.
+    pub fn init(&self, api: Api, host: HostPools, settings: &AmdgpuSettings) -> Result<()> {
+        let count = settings.hsa_queues.min(self.facts.queues_max.max(1) as usize);
+        let size = settings.hsa_queue_size.min(self.facts.queue_max_size.max(2) as usize);
+        let mut queues = Vec::with_capacity(count);
+        for _ in 0..count {
+            match AqlQueue::create(api, self.facts.agent, size, &self.health) {
+                Ok(queue) => queues.push(Arc::new(queue)),
+                Err(e) => {
+                    for queue in queues {
+                        if let Ok(queue) = Arc::try_unwrap(queue) {
+                            let _ = queue.destroy();
+                        }
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let signals = match SignalPool::new(api, settings.initial_signals) {
+            Ok(signals) => signals,
+            Err(e) => {
+                for queue in queues {
+                    if let Ok(queue) = Arc::try_unwrap(queue) {
+                        let _ = queue.destroy();
+                    }
+                }
+                return Err(e);
+            }
+        };
+        *lock(&self.ready) = Some(Arc::new(Ready {
+            queues,
+            signals,
+            kernargs: HostBuffers::new(api, host.kernargs, self.facts.agent),
+            staging: HostBuffers::new(api, host.fine, self.facts.agent),
+        }));
+        Ok(())
+    }
+
+    /// Its queues and pools, or the error of a device not initialised.
+    pub fn ready(&self, index: usize) -> Result<Arc<Ready>> {
+        lock(&self.ready)
+            .clone()
+            .ok_or(Error::DeviceNotInitialized(index as i32))
+    }
+
+    /// The HSA queue the next stream uses.
+    pub fn next_queue(&self, ready: &Ready) -> Arc<AqlQueue> {
+        let at = self.next_queue.fetch_add(1, Ordering::Relaxed) % ready.queues.len();
+        Arc::clone(&ready.queues[at])
+    }
+
+    /// Releases the queues, signals and buffers (the core destroyed every stream and event first).
+    pub fn release(&self) -> Result<()> {
+        let Some(ready) = lock(&self.ready).take() else {
+            return Ok(());
+        };
+        let Ok(ready) = Arc::try_unwrap(ready) else {
+            return Err(Error::Unsupported(
+                "an AMDGPU device was released while one of its streams was still in use".into(),
+            ));
+        };
+        let mut result = ready.kernargs.free_all();
+        result = result.and(ready.staging.free_all());
+        for queue in ready.queues {
+            match Arc::try_unwrap(queue) {
+                Ok(queue) => result = result.and(queue.destroy()),
+                Err(_) => {
+                    result = result.and(Err(Error::Unsupported(
+                        "an HSA queue was still in use when its device was released".into(),
+                    )))
+                }
+            }
+        }
+        result.and(ready.signals.destroy_all())
+    }
+}
