@@ -8,6 +8,8 @@
 //! devices, which `LIBOMPTARGET_INFO` prints.
 
 pub mod runtime;
+#[cfg(test)]
+pub(crate) mod simulated;
 pub mod sys;
 
 use self::runtime::{Api, Runtime};
