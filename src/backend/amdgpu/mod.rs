@@ -17,6 +17,8 @@ pub mod device;
 pub mod memory;
 pub mod queue;
 pub mod runtime;
+#[cfg(test)]
+pub(crate) mod simulated;
 pub mod stream;
 pub mod sys;
 
