@@ -161,9 +161,7 @@ impl AmdDevice {
                 Ok(queue) => queues.push(Arc::new(queue)),
                 Err(e) => {
                     for queue in queues {
-                        if let Ok(queue) = Arc::try_unwrap(queue) {
-                            let _ = queue.destroy();
-                        }
+                        let _ = queue.destroy();
                     }
                     return Err(e);
                 }
@@ -173,9 +171,7 @@ impl AmdDevice {
             Ok(signals) => signals,
             Err(e) => {
                 for queue in queues {
-                    if let Ok(queue) = Arc::try_unwrap(queue) {
-                        let _ = queue.destroy();
-                    }
+                    let _ = queue.destroy();
                 }
                 return Err(e);
             }
@@ -202,27 +198,16 @@ impl AmdDevice {
         Arc::clone(&ready.queues[at])
     }
 
-    /// Releases the queues, signals and buffers (the core destroyed every stream and event first).
+    /// Releases the queues, signals and buffers. The core destroyed every stream and event first
+    /// (streams it still holds refuse work afterwards); every part is released even when one fails.
     pub fn release(&self) -> Result<()> {
         let Some(ready) = lock(&self.ready).take() else {
             return Ok(());
         };
-        let Ok(ready) = Arc::try_unwrap(ready) else {
-            return Err(Error::Unsupported(
-                "an AMDGPU device was released while one of its streams was still in use".into(),
-            ));
-        };
         let mut result = ready.kernargs.free_all();
         result = result.and(ready.staging.free_all());
-        for queue in ready.queues {
-            match Arc::try_unwrap(queue) {
-                Ok(queue) => result = result.and(queue.destroy()),
-                Err(_) => {
-                    result = result.and(Err(Error::Unsupported(
-                        "an HSA queue was still in use when its device was released".into(),
-                    )))
-                }
-            }
+        for queue in &ready.queues {
+            result = result.and(queue.destroy());
         }
         result.and(ready.signals.destroy_all())
     }

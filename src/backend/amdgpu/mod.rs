@@ -21,6 +21,8 @@ pub mod runtime;
 pub(crate) mod simulated;
 pub mod stream;
 pub mod sys;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::{c_void, CStr};
 
@@ -529,37 +531,5 @@ impl Backend for AmdgpuBackend {
                 ),
             ),
         ]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn open_error(config: &Config) -> String {
-        match AmdgpuBackend::open(config) {
-            Ok(_) => panic!("opened"),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn a_missing_runtime_is_named() {
-        let config = Config::from_pairs(&[("OMPRPC_HSA_LIBRARY", "/nonexistent/libhsa-runtime64.so.1")]);
-        let text = open_error(&config);
-        assert!(
-            text.starts_with("no HSA runtime: cannot load /nonexistent/libhsa-runtime64.so.1 (")
-                && text.ends_with("; reporting 0 devices"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_library_that_is_not_the_runtime_is_named_by_the_first_missing_entry_point() {
-        let config = Config::from_pairs(&[("OMPRPC_HSA_LIBRARY", "libc.so.6")]);
-        assert_eq!(
-            open_error(&config),
-            "the HSA runtime libc.so.6 lacks hsa_init (too old?); reporting 0 devices"
-        );
     }
 }

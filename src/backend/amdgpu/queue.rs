@@ -6,7 +6,7 @@
 //! queue error or a memory fault fails the operation instead of hanging or aborting the process.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::runtime::Api;
@@ -144,7 +144,8 @@ impl Drop for Signal {
 /// One HSA queue of a device; streams share it, so packet slots are reserved under a lock.
 pub struct AqlQueue {
     api: Api,
-    raw: *mut HsaQueue,
+    /// The runtime's queue; null once destroyed.
+    raw: AtomicPtr<HsaQueue>,
     slots: Mutex<()>,
     /// What the queue's error callback writes to, kept alive as long as the queue.
     _health: Arc<Health>,
@@ -173,36 +174,43 @@ impl AqlQueue {
         let raw = unsafe { api.queue_create(agent, size, on_queue_error, Arc::as_ptr(health).cast_mut().cast()) }?;
         Ok(AqlQueue {
             api,
-            raw,
+            raw: AtomicPtr::new(raw),
             slots: Mutex::new(()),
             _health: Arc::clone(health),
         })
     }
 
-    /// Destroys the queue; nothing may be in flight on it.
-    pub fn destroy(self) -> Result<()> {
-        // SAFETY: `raw` was created by `create` and is destroyed once (this takes `self`).
-        unsafe { self.api.queue_destroy(self.raw) }
+    /// Destroys the queue (once; later calls do nothing); nothing may be in flight on it, and later
+    /// packets are refused.
+    pub fn destroy(&self) -> Result<()> {
+        let _slots = lock(&self.slots);
+        let raw = self.raw.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if raw.is_null() {
+            return Ok(());
+        }
+        // SAFETY: `raw` was created by `create`; the swap hands it to one caller only, and no packet is
+        // being written (`slots` is held).
+        unsafe { self.api.queue_destroy(raw) }
     }
 
     /// Writes one packet: `body` fills its 64 bytes but the first 4, then the header (and `setup`)
     /// are stored with release ordering, which hands the packet to the device, and the doorbell rung.
     fn push(&self, header: u16, setup: u16, body: impl FnOnce(*mut u8), health: &Health) -> Result<()> {
         let _slots = lock(&self.slots);
-        // SAFETY: `raw` is a live queue for the life of `self`.
-        let (size, base, doorbell) = unsafe {
-            (
-                (*self.raw).size as u64,
-                (*self.raw).base_address,
-                (*self.raw).doorbell_signal,
-            )
-        };
+        let raw = self.raw.load(Ordering::Acquire);
+        if raw.is_null() {
+            return Err(crate::util::error::Error::Unsupported(
+                "the GPU's queue was destroyed (the device was released)".into(),
+            ));
+        }
+        // SAFETY: `raw` is live: it is only destroyed with `slots` held.
+        let (size, base, doorbell) = unsafe { ((*raw).size as u64, (*raw).base_address, (*raw).doorbell_signal) };
         // SAFETY: as above.
-        let index = unsafe { self.api.queue_reserve(self.raw) };
+        let index = unsafe { self.api.queue_reserve(raw) };
         // Wait for the device to free the slot (the ring is full while index - read >= size).
         loop {
             // SAFETY: as above.
-            let read = unsafe { self.api.queue_read_index(self.raw) };
+            let read = unsafe { self.api.queue_read_index(raw) };
             if index - read < size {
                 break;
             }

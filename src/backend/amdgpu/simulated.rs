@@ -3734,11 +3734,20 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_runs_over_the_simulated_runtime() {
+    fn the_backend_opens_over_the_simulated_runtime() {
+        use crate::backend::Backend;
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         reset(&[gpu("gfx90a"), gpu("gfx1030")], HSA_STATUS_SUCCESS);
-        let text = super::super::probe_runtime(super::super::runtime::Api::new(runtime())).to_string();
-        assert!(text.contains("found 2 AMD GPU(s) (gfx90a, gfx1030)"), "{text}");
-        assert_eq!(with(|w| w.initialized), 0, "the probe shuts the runtime down again");
+        let config = crate::util::config::Config::from_pairs(&[]);
+        let backend =
+            super::super::AmdgpuBackend::with_runtime(super::super::runtime::Api::new(runtime()), &config).unwrap();
+        assert_eq!(backend.device_count(), 2);
+        let reason = backend.device_count_reason();
+        assert!(reason.contains("2 AMD GPU(s) (gfx90a, gfx1030)"), "{reason}");
+        assert_eq!(
+            with(|w| w.initialized),
+            1,
+            "the runtime stays initialised while the backend lives"
+        );
     }
 }
