@@ -1,17 +1,21 @@
 #!/bin/sh
-# The GPU check: omprpc as libomptarget 16's CUDA plugin on a machine with an NVIDIA GPU, beside the
-# stock CUDA plugin.
+# The GPU check: omprpc as libomptarget 16's CUDA plugin on a machine with an NVIDIA GPU, or as its
+# AMDGPU plugin on a machine with an AMD GPU and ROCm, beside the stock plugin.
 #
 #   sh scripts/gpu-check.sh bundle   (here, on Debian 12 with the set-up done) builds the plugin and the
 #                                    test programs for sm_90 and packs them, with Debian's libomptarget
 #                                    16, libomp, the stock CUDA plugin and the libraries they need that
 #                                    an Ubuntu 24.04 system lacks, into target/gpu-check/omprpc-gpu-check.tar.xz
 #                                    (checked to be under 64 MiB);
+#   sh scripts/gpu-check.sh amd-bundle  the same for AMD GPUs: the programs built for gfx90a (MI200) and
+#                                    gfx940 (MI300), ours as the AMDGPU plugin beside the stock one, into
+#                                    target/gpu-check/omprpc-gpu-check-amd.tar.xz; the HSA runtime is the
+#                                    machine's own (ROCm);
 #   sh run.sh                        (on the GPU machine, inside the unpacked bundle; no compiler, no
 #                                    network) runs every test with omprpc, then with the stock plugin, and
 #                                    prints a PASS/FAIL line per test and the launch latency and RPC round
 #                                    trip of both; on a machine without a GPU it says that it found none;
-#   sh scripts/gpu-check.sh          does both here.
+#   sh scripts/gpu-check.sh [amd]    builds the NVIDIA [AMD] bundle and runs it here.
 set -eu
 
 if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
@@ -24,10 +28,21 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
   if LD_LIBRARY_PATH="$libs" ldd "$libs/libLLVM-16.so.1" 2>/dev/null | grep -q "not found"; then
     libs="$libs:$B/fallback" # Debian's copies of what this system lacks, after its own
   fi
-  # The stock plugin opens "libcuda.so", which a driver-only system may lack: point it at libcuda.so.1.
+  vendor=$(cat "$B/vendor" 2>/dev/null || echo nvidia)
+  # The stock plugins open the unversioned "libcuda.so" / "libhsa-runtime64.so", which a driver-only
+  # system may lack: point them at the soname.
   mkdir -p "$tmp/driver"
-  driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
-  [ -n "$driver" ] && ln -sf "$driver" "$tmp/driver/libcuda.so"
+  if [ "$vendor" = amd ]; then
+    soname=libhsa-runtime64.so.1
+    plugin=AMDGPU
+    driver=$(ldconfig -p 2>/dev/null | awk '/libhsa-runtime64\.so\.1 .*x86-64/ {print $NF; exit}')
+    [ -n "$driver" ] || [ ! -e /opt/rocm/lib/$soname ] || driver=/opt/rocm/lib/$soname
+  else
+    soname=libcuda.so.1
+    plugin=CUDA
+    driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
+  fi
+  [ -n "$driver" ] && ln -sf "$driver" "$tmp/driver/${soname%.1}" && ln -sf "$driver" "$tmp/driver/$soname"
   # Appended to, never replaced: a driver found only through LD_LIBRARY_PATH (containers, HPC modules)
   # must still be found.
   ours="$B/ours:$libs:$tmp/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -37,25 +52,35 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
   probe=$(LD_LIBRARY_PATH="$ours" LIBOMPTARGET_INFO=16 timeout 60 "$B/bin/gpu_probe" 2>"$tmp/probe.err" || true)
   devices=$(echo "$probe" | sed -n 's/^devices: //p')
   if [ "${devices:-0}" = 0 ]; then
-    # /dev/nvidiactl alone is no sign: libcuda run as root creates it (mknod) even where no NVIDIA
-    # kernel driver is loaded; with the driver loaded, /proc/driver/nvidia exists too.
     shown=""
-    [ -e /dev/nvidiactl ] && [ -d /proc/driver/nvidia ] && shown="/dev/nvidiactl exists and the NVIDIA kernel driver is loaded"
-    listed=$(nvidia-smi -L 2>/dev/null | grep '^GPU ' || true)
-    [ -n "$listed" ] && shown="${shown:+$shown; }nvidia-smi lists: $(echo "$listed" | head -1)"
+    if [ "$vendor" = amd ]; then
+      # The amdgpu kernel driver's compute interface, and a GPU node in its topology.
+      gpus=$(grep -l 'gfx_target_version [1-9]' /sys/class/kfd/kfd/topology/nodes/*/properties 2>/dev/null | wc -l)
+      [ -e /dev/kfd ] && [ "$gpus" -gt 0 ] && shown="/dev/kfd exists and the amdgpu driver shows $gpus GPU node(s)"
+      listed=$(rocminfo 2>/dev/null | grep -m1 -o 'gfx[0-9a-f]*' || true)
+      [ -n "$listed" ] && shown="${shown:+$shown; }rocminfo lists: $listed"
+      kind="an AMD GPU"
+    else
+      # /dev/nvidiactl alone is no sign: libcuda run as root creates it (mknod) even where no NVIDIA
+      # kernel driver is loaded; with the driver loaded, /proc/driver/nvidia exists too.
+      [ -e /dev/nvidiactl ] && [ -d /proc/driver/nvidia ] && shown="/dev/nvidiactl exists and the NVIDIA kernel driver is loaded"
+      listed=$(nvidia-smi -L 2>/dev/null | grep '^GPU ' || true)
+      [ -n "$listed" ] && shown="${shown:+$shown; }nvidia-smi lists: $(echo "$listed" | head -1)"
+      kind="an NVIDIA GPU"
+    fi
     if [ -n "$shown" ]; then
       # The machine shows a GPU: finding none is a failure, not a skip.
-      echo "FAIL omprpc-devices          the machine shows an NVIDIA GPU ($shown) but omprpc, as the CUDA plugin, reports 0 devices:"
+      echo "FAIL omprpc-devices          the machine shows $kind ($shown) but omprpc, as the $plugin plugin, reports 0 devices:"
       grep "omprpc" "$tmp/probe.err" | grep -v "omprpc-test" | sed 's/^/  /' || true
       echo "summary: 0 passed, 1 failed"
       exit 1
     fi
-    echo "no NVIDIA GPU found: omprpc, as the CUDA plugin, reports 0 devices:"
+    if [ "$vendor" = amd ]; then echo "no AMD GPU found: omprpc, as the AMDGPU plugin, reports 0 devices:"; else echo "no NVIDIA GPU found: omprpc, as the CUDA plugin, reports 0 devices:"; fi
     grep "omprpc" "$tmp/probe.err" | grep -v "omprpc-test" | sed 's/^/  /' || true
     echo "nothing to check; skipped: no GPU"
     exit 0
   fi
-  echo "omprpc reports $devices CUDA device(s):"
+  echo "omprpc reports $devices $plugin device(s):"
   grep "omprpc info" "$tmp/probe.err" | sed 's/^/  /' || true
 
   pass=0
@@ -142,8 +167,8 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
     report FAIL rpc_exit "(exit $status) $(head -3 "$tmp/out" | tr '\n' '|')"
   fi
 
-  # The device client from 32 lanes at once: every host service (device malloc too), checked by the
-  # program itself.
+  # The device client from a warp's 32 lanes (a wavefront's 64 on AMD) at once: every host service
+  # (device malloc too), checked by the program itself.
   run_case "$ours" device_client
   if [ "$status" = 0 ] && grep -q "^failures 0 " "$tmp/out"; then report PASS device_client "$(grep '^failures' "$tmp/out")"; else report FAIL device_client "(exit $status) $(grep '^failures' "$tmp/out" || tail -1 "$tmp/err")"; fi
   echo "figures (median of 3 runs):"
@@ -171,23 +196,43 @@ fi
 
 # -------------------------------------------------------------------- building the bundle, here
 cd "$(dirname "$0")/.."
-cuda="${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}/cuda"
-[ -x "$cuda/bin/ptxas" ] || { echo "no ptxas in $cuda; run: sudo sh scripts/setup-debian.sh" >&2; exit 1; }
+case "${1:-}" in amd | amd-bundle) vendor=amd ;; *) vendor=nvidia ;; esac
 out=target/gpu-check
-bundle=$out/omprpc-gpu-check
+if [ "$vendor" = amd ]; then
+  libs=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
+  [ -d "$libs" ] || { echo "no AMDGPU device libraries in $libs; run: sudo sh scripts/setup-debian.sh" >&2; exit 1; }
+  bundle=$out/omprpc-gpu-check-amd
+  plugin_file=libomptarget.rtl.amdgpu.nextgen.so
+  # MI200 and MI300 (gfx940 is the generation clang 16 knows; gfx942 came later).
+  targets="gfx90a gfx940"
+  offload() { # the clang flags for one program holding every target's image
+    for t in $targets; do printf -- '--offload-arch=%s ' "$t"; done
+    printf -- '--rocm-device-lib-path=%s' "$libs"
+  }
+else
+  cuda="${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}/cuda"
+  [ -x "$cuda/bin/ptxas" ] || { echo "no ptxas in $cuda; run: sudo sh scripts/setup-debian.sh" >&2; exit 1; }
+  bundle=$out/omprpc-gpu-check
+  plugin_file=libomptarget.rtl.cuda.nextgen.so
+  offload() {
+    printf -- '-fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_90 --cuda-path=%s -Wno-unknown-cuda-version' "$cuda"
+  }
+fi
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/fallback" "$bundle/ours" "$bundle/expected"
+echo "$vendor" >"$bundle/vendor"
 cargo build --release --quiet
-objcopy --strip-debug target/release/libomprpc.so "$bundle/ours/libomptarget.rtl.cuda.nextgen.so"
+objcopy --strip-debug target/release/libomprpc.so "$bundle/ours/$plugin_file"
 
 build() { # SOURCE NAME
   case "$1" in *.cpp) cc="clang++-16 -std=c++17" ;; *) cc=clang-16 ;; esac
-  PATH="$cuda/bin:$PATH" $cc -O2 -Wall -Werror -Wno-unknown-cuda-version -fopenmp \
-    -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_90 \
-    --cuda-path="$cuda" -Ic_tests -Iinclude -Wl,-rpath,'$ORIGIN/../lib' "$1" -o "$bundle/bin/$2" 2>"$out/build.err" ||
-    { cat "$out/build.err" >&2; exit 1; }
+  # shellcheck disable=SC2046 # the offload flags are words
+  PATH="${cuda:-/nonexistent}/bin:$PATH" $cc -O2 -Wall -Werror -fopenmp $(offload) \
+    -Ic_tests -Iinclude -Wl,-rpath,'$ORIGIN/../lib' "$1" -o "$bundle/bin/$2" 2>"$bundle.build.err" ||
+    { cat "$bundle.build.err" >&2; exit 1; }
 }
-cat >"$out/gpu_probe.c" <<'PROBE'
+mkdir -p "$out"
+cat >"$bundle.probe.c" <<'PROBE'
 #include <omp.h>
 #include <stdio.h>
 int main(void) {
@@ -195,12 +240,14 @@ int main(void) {
   return 0;
 }
 PROBE
-build "$out/gpu_probe.c" gpu_probe
-# Every program with an expected output, but two that clang-16 cannot compile for NVPTX
-# (globals_and_ctors.cpp: a function-local static needs an acquire atomic load; nowait_big_stack.c:
-# clang-16 crashes on it, and it tests the host backend's thread stacks anyway), two whose expected
-# output counts four devices (multi_device, rpc_multi_device; a GPU machine may have one), and the
-# unified-shared-memory programs (usm_*), which need a GPU with pageable memory access (HMM).
+build "$bundle.probe.c" gpu_probe
+# Every program with an expected output, but two that clang-16 cannot compile for GPUs
+# (globals_and_ctors.cpp: a function-local static needs an acquire atomic load on NVPTX and
+# __cxa_guard_acquire on AMDGPU; nowait_big_stack.c: clang-16 crashes on it for NVPTX and needs more
+# than a work-group's 64 KiB of local memory on AMDGPU, and it tests the host backend's thread stacks
+# anyway), two whose expected output counts four devices (multi_device, rpc_multi_device; a GPU machine
+# may have one), and the unified-shared-memory programs (usm_*), which need a GPU with pageable memory
+# access (HMM).
 for expected in c_tests/*.expected; do
   name=$(basename "$expected" .expected)
   case "$name" in globals_and_ctors | nowait_big_stack | multi_device | rpc_multi_device | usm_*) continue ;; esac
@@ -216,7 +263,7 @@ build c_tests/gpu/device_client.c device_client
 
 llvm=/usr/lib/llvm-16/lib
 cp -L "$llvm/../bin/llvm-omp-device-info" "$bundle/bin/" # its run path is $ORIGIN/../lib, as ours
-for f in libomp.so.5 libomptarget.so.16 libomptarget.rtl.cuda.nextgen.so; do cp -L "$llvm/$f" "$bundle/lib/"; done
+for f in libomp.so.5 libomptarget.so.16 "$plugin_file"; do cp -L "$llvm/$f" "$bundle/lib/"; done
 cp -L "$llvm/libLLVM-16.so.1" /usr/lib/x86_64-linux-gnu/libz3.so.4 "$bundle/lib/"
 for f in libffi.so.8 libedit.so.2 libxml2.so.2 libicuuc.so.72 libicudata.so.72 libtinfo.so.6 libbsd.so.0 libmd.so.0; do
   cp -L "/lib/x86_64-linux-gnu/$f" "$bundle/fallback/"
@@ -225,11 +272,10 @@ strip --strip-unneeded "$bundle"/lib/*.so* "$bundle"/fallback/*.so* "$bundle"/bi
 cp "$0" "$bundle/run.sh"
 # OMPRPC_BUNDLE_XZ: the xz level; the tests use a fast one, and then the 64 MiB check is skipped.
 level=${OMPRPC_BUNDLE_XZ:--9e}
-tar -C "$out" -cf - omprpc-gpu-check | xz "$level" -T0 >"$out/omprpc-gpu-check.tar.xz"
-size=$(wc -c <"$out/omprpc-gpu-check.tar.xz")
-echo "bundle: $out/omprpc-gpu-check.tar.xz, $((size / 1048576)) MiB ($size bytes)"
+name=$(basename "$bundle")
+tar -C "$out" -cf - "$name" | xz "$level" -T0 >"$out/$name.tar.xz"
+size=$(wc -c <"$out/$name.tar.xz")
+echo "bundle: $out/$name.tar.xz, $((size / 1048576)) MiB ($size bytes)"
 [ "$level" != -9e ] || [ "$size" -lt $((64 * 1048576)) ] || { echo "the bundle is over 64 MiB" >&2; exit 1; }
 
-if [ "${1:-}" != bundle ]; then
-  sh "$bundle/run.sh"
-fi
+case "${1:-}" in bundle | amd-bundle) ;; *) sh "$bundle/run.sh" ;; esac

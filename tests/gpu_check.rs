@@ -1,4 +1,4 @@
-//! The GPU check script (`scripts/gpu-check.sh`) builds its bundle here and, run on this machine
+//! The GPU check script (`scripts/gpu-check.sh`) builds its bundles (NVIDIA and AMD) here and, run on this machine
 //! without a GPU, says that it found none instead of failing or pretending; on a machine that shows a
 //! GPU (here: a fake `nvidia-smi` on `PATH`, and no driver) finding none is a failure.
 
@@ -66,6 +66,97 @@ fn the_gpu_check_builds_its_bundle_and_says_when_there_is_no_gpu() {
     );
     assert!(stdout.contains("FAIL omprpc-devices"), "{stdout}");
     assert!(stdout.contains("nvidia-smi lists: GPU 0: NVIDIA H200"), "{stdout}");
+    assert!(stdout.contains("reporting 0 devices"), "with omprpc's reason: {stdout}");
+    assert!(stdout.contains("summary: 0 passed, 1 failed"), "{stdout}");
+    assert!(!stdout.contains("skipped"), "{stdout}");
+}
+
+/// The AMD bundle: gfx90a and gfx940 programs, ours as the AMDGPU plugin beside the stock one. Without
+/// an AMD GPU it says so (with the real HSA runtime, by `hsa_init`'s status); on a machine that shows
+/// one (here: a fake `rocminfo` on `PATH`) finding none is a failure.
+#[test]
+fn the_amd_gpu_check_builds_its_bundle_and_says_when_there_is_no_gpu() {
+    support::require_gpu_toolchains();
+    let out = Command::new("sh")
+        .arg(support::root().join("scripts/gpu-check.sh"))
+        .arg("amd-bundle")
+        .env("OMPRPC_BUNDLE_XZ", "-0")
+        .output()
+        .expect("sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("omprpc-gpu-check-amd.tar.xz"), "{stdout}");
+    let bundle = support::root().join("target/gpu-check/omprpc-gpu-check-amd");
+    for file in [
+        "run.sh",
+        "vendor",
+        "ours/libomptarget.rtl.amdgpu.nextgen.so",
+        "lib/libomptarget.so.16",
+        "lib/libomptarget.rtl.amdgpu.nextgen.so",
+        "bin/device_client",
+        "bin/rpc_services",
+        "bin/bench_rpc",
+        "expected/rpc_services.expected",
+    ] {
+        assert!(bundle.join(file).exists(), "the AMD bundle lacks {file}");
+    }
+    // Each program carries an image for both targets.
+    let packed = Command::new("clang-offload-packager-16")
+        .arg("--image=file=/dev/null,arch=gfx940")
+        .arg(bundle.join("bin/target_basic"))
+        .output()
+        .expect("clang-offload-packager-16");
+    assert!(
+        packed.status.success(),
+        "no gfx940 image: {}",
+        String::from_utf8_lossy(&packed.stderr)
+    );
+    if std::path::Path::new("/dev/kfd").exists() {
+        let out = Command::new("sh").arg(bundle.join("run.sh")).output().expect("sh");
+        println!(
+            "this machine has /dev/kfd; the AMD check ran on it:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        return;
+    }
+    let run = |path: Option<String>| {
+        let mut cmd = Command::new("sh");
+        cmd.arg(bundle.join("run.sh"))
+            .env("LD_LIBRARY_PATH", support::real_libhsa_dir())
+            .env_remove("OMPRPC_HSA_LIBRARY")
+            .env_remove("LIBOMPTARGET_INFO");
+        if let Some(path) = path {
+            cmd.env("PATH", path);
+        }
+        let out = cmd.output().expect("sh");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (ok, stdout) = run(None);
+    assert!(ok, "{stdout}");
+    assert!(stdout.contains("no AMD GPU found"), "{stdout}");
+    assert!(stdout.contains("skipped: no GPU"), "{stdout}");
+    assert!(
+        stdout.contains("HSA error in hsa_init: HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)"),
+        "and says why, with the real runtime: {stdout}"
+    );
+
+    let fake = support::scratch().join("fake-rocminfo");
+    std::fs::create_dir_all(&fake).unwrap();
+    let rocminfo = fake.join("rocminfo");
+    std::fs::write(&rocminfo, "#!/bin/sh\necho '  Name:                    gfx90a'\n").unwrap();
+    std::fs::set_permissions(&rocminfo, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (ok, stdout) = run(Some(format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )));
+    assert!(
+        !ok,
+        "zero devices on a machine that shows an AMD GPU must fail:\n{stdout}"
+    );
+    assert!(stdout.contains("FAIL omprpc-devices"), "{stdout}");
+    assert!(stdout.contains("rocminfo lists: gfx90a"), "{stdout}");
     assert!(stdout.contains("reporting 0 devices"), "with omprpc's reason: {stdout}");
     assert!(stdout.contains("summary: 0 passed, 1 failed"), "{stdout}");
     assert!(!stdout.contains("skipped"), "{stdout}");
