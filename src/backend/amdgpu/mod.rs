@@ -463,7 +463,9 @@ impl Backend for AmdgpuBackend {
         Ok(AmdEvent::new())
     }
 
-    fn destroy_event(&self, _device: usize, _event: &AmdEvent) -> Result<()> {
+    fn destroy_event(&self, _device: usize, event: &AmdEvent) -> Result<()> {
+        // The event may outlive the device in the core's hands; the signal it recorded goes back now.
+        event.forget();
         Ok(())
     }
 
