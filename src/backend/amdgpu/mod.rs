@@ -14,6 +14,8 @@
 
 pub mod code_object;
 pub mod device;
+#[cfg(test)]
+pub(crate) mod harness;
 pub mod memory;
 pub mod queue;
 pub mod runtime;

@@ -11,11 +11,7 @@ use crate::plugin::{Core, HostEntry, LaunchRequest, PluginApi};
 use crate::util::config::Config;
 use crate::util::elf;
 
-const MI250: SimAgent = SimAgent {
-    name: "gfx90a",
-    compute_units: 104,
-    wavefront_size: 64,
-};
+use super::harness::MI250;
 
 pub(super) fn code_object(arch: &str) -> Vec<u8> {
     let path = format!(
