@@ -24,7 +24,7 @@ pub(super) const MI250: SimAgent = SimAgent {
 /// The runtime's entry points the backend calls while a program runs, each with the operation it is
 /// part of. Pool calls are told apart by pool and copies by direction (see [`AmdgpuHarness::log`]); the
 /// first operation named for an entry point is the one `fail_next` uses it for.
-const CALLS: [(&str, Op); 23] = [
+const CALLS: [(&str, Op); 25] = [
     ("hsa_queue_create", Op::InitDevice),
     ("hsa_amd_signal_create", Op::InitDevice),
     ("hsa_queue_destroy", Op::ReleaseDevice),
@@ -44,8 +44,12 @@ const CALLS: [(&str, Op); 23] = [
     ("hsa_amd_memory_pool_free", Op::FreeDevice),
     ("hsa_amd_memory_pool_allocate", Op::AllocHost),
     ("hsa_amd_memory_pool_free", Op::FreeHost),
+    // Opening host memory to the GPUs, part of each host allocation (the mailbox, staging).
+    ("hsa_amd_agents_allow_access", Op::AllocHost),
     ("hsa_amd_memory_async_copy", Op::CopyToDevice),
     ("hsa_amd_memory_async_copy", Op::CopyToHost),
+    // The host half of a staged copy to the host, run on the runtime's handler thread.
+    ("hsa_amd_signal_async_handler", Op::CopyToHost),
     ("hsa_amd_memory_lock", Op::Pin),
     ("hsa_amd_memory_unlock", Op::Unpin),
 ];
@@ -77,7 +81,8 @@ impl AmdgpuHarness {
                 Some(CopyKind::DeviceToDevice) => Op::CopyDeviceToDevice,
                 _ => Op::Other,
             },
-            "hsa_amd_signal_async_handler" => Op::Other,
+            // Parts of an allocation or a copy that the calls above already count.
+            "hsa_amd_signal_async_handler" | "hsa_amd_agents_allow_access" => Op::Other,
             _ => CALLS.iter().find(|(c, _)| *c == call).map_or(Op::Other, |&(_, op)| op),
         }
     }
