@@ -1304,6 +1304,7 @@ impl Harness for FakeHarness {
             generic: 1,
             generic_name: "generic_kernel".into(),
             global: 2,
+            arguments: 2,
             client_object: "client_object",
         }
     }

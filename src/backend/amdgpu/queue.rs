@@ -56,22 +56,38 @@ pub unsafe extern "C" fn on_queue_error(status: HsaStatus, _queue: *mut HsaQueue
     });
 }
 
-/// The signals of one device: taken for an operation, given back when nothing refers to it.
+/// The signals of one device, each taken for an operation and free again when nothing refers to it
+/// any more. The pool holds every signal it made as an `Arc`, so that taking one allocates nothing
+/// on the host (a launch must not): a signal is free when the pool holds its only reference.
 pub struct SignalPool {
     api: Api,
-    free: Mutex<Vec<HsaSignal>>,
+    all: Mutex<Signals>,
+}
+
+/// The pool's signals and where the next search for a free one starts.
+struct Signals {
+    signals: Vec<Arc<Signal>>,
+    next: usize,
 }
 
 impl SignalPool {
-    /// A pool with `initial` signals made up front.
+    /// A pool with `initial` signals made up front. Those made before a failure are destroyed.
     pub fn new(api: Api, initial: usize) -> Result<Arc<SignalPool>> {
         let pool = Arc::new(SignalPool {
             api,
-            free: Mutex::new(Vec::with_capacity(initial)),
+            all: Mutex::new(Signals {
+                signals: Vec::with_capacity(initial),
+                next: 0,
+            }),
         });
         for _ in 0..initial {
-            let signal = api.signal_create(0)?;
-            lock(&pool.free).push(signal);
+            match api.signal_create(0) {
+                Ok(raw) => lock(&pool.all).signals.push(Arc::new(Signal { raw, api })),
+                Err(e) => {
+                    let _ = pool.destroy_all();
+                    return Err(e);
+                }
+            }
         }
         Ok(pool)
     }
@@ -81,36 +97,54 @@ impl SignalPool {
         self.api
     }
 
-    /// A signal set to 1 (pending).
+    /// A signal set to 1 (pending): a free one, else a new one (the pool grows).
     pub fn take(self: &Arc<Self>) -> Result<Arc<Signal>> {
-        let raw = match lock(&self.free).pop() {
-            Some(raw) => raw,
-            None => self.api.signal_create(1)?,
+        let mut all = lock(&self.all);
+        let count = all.signals.len();
+        // Under the lock, a count of 1 means only the pool refers to the signal: nobody can clone it
+        // but `take`, and other holders can only let go of theirs.
+        let free = (0..count)
+            .map(|i| (all.next + i) % count)
+            .find(|&i| Arc::strong_count(&all.signals[i]) == 1);
+        let signal = match free {
+            Some(i) => {
+                all.next = (i + 1) % count;
+                Arc::clone(&all.signals[i])
+            }
+            None => {
+                let signal = Arc::new(Signal {
+                    raw: self.api.signal_create(1)?,
+                    api: self.api,
+                });
+                all.signals.push(Arc::clone(&signal));
+                signal
+            }
         };
-        self.api.signal_store(raw, 1);
-        Ok(Arc::new(Signal {
-            raw,
-            pool: Arc::clone(self),
-        }))
+        self.api.signal_store(signal.raw, 1);
+        Ok(signal)
     }
 
-    /// Destroys every signal given back; the first failure is reported, the rest still destroyed.
+    /// Destroys every signal nothing refers to any more; the first failure is reported, the rest
+    /// still destroyed.
     pub fn destroy_all(&self) -> Result<()> {
-        let signals = std::mem::take(&mut *lock(&self.free));
+        let signals = std::mem::take(&mut lock(&self.all).signals);
         let mut result = Ok(());
         for signal in signals {
-            // SAFETY: signals in the free list are live and referred to by nothing.
-            let destroyed = unsafe { self.api.signal_destroy(signal) };
-            result = result.and(destroyed);
+            if let Some(signal) = Arc::into_inner(signal) {
+                // SAFETY: nothing refers to the signal any more (this was its last reference), so no
+                // packet or wait uses it.
+                let destroyed = unsafe { self.api.signal_destroy(signal.raw) };
+                result = result.and(destroyed);
+            }
         }
         result
     }
 }
 
-/// A pooled signal, given back to its pool when the last reference goes.
+/// A signal of a device's pool (see [`SignalPool`]).
 pub struct Signal {
     raw: HsaSignal,
-    pool: Arc<SignalPool>,
+    api: Api,
 }
 
 impl Signal {
@@ -121,23 +155,17 @@ impl Signal {
 
     /// Whether the operation it marks has finished.
     pub fn is_done(&self) -> bool {
-        self.pool.api.signal_load(self.raw) == 0
+        self.api.signal_load(self.raw) == 0
     }
 
     /// Waits until the operation it marks has finished, or the device has failed.
     pub fn wait(&self, health: &Health) -> Result<()> {
         loop {
-            if self.pool.api.signal_wait_zero(self.raw, WAIT_SLICE_NS) == 0 {
+            if self.api.signal_wait_zero(self.raw, WAIT_SLICE_NS) == 0 {
                 return Ok(());
             }
             health.check()?;
         }
-    }
-}
-
-impl Drop for Signal {
-    fn drop(&mut self) {
-        lock(&self.pool.free).push(self.raw);
     }
 }
 

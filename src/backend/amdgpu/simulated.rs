@@ -63,6 +63,20 @@ pub struct Launch {
     pub args: Vec<u64>,
     /// The id of the queue it ran on.
     pub queue: u64,
+    /// The kernel's own (static) group bytes, which the packet's group size includes.
+    pub static_group_segment_size: u32,
+}
+
+/// Which pool a `hsa_amd_memory_pool_allocate` or `_free` call was about, for tests that tell device
+/// memory from host memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolUse {
+    /// A GPU's pool.
+    Device,
+    /// The CPU's fine-grained pool.
+    Host,
+    /// The CPU's kernarg pool.
+    Kernarg,
 }
 
 /// Which memory an asynchronous copy moved between.
@@ -307,6 +321,14 @@ pub struct World {
     pub misuse: Vec<String>,
     /// Queue errors, as (queue id, status) in the order they were raised.
     pub faults: Vec<(u64, HsaStatus)>,
+    /// For each pool allocate or free call that named a known pool or block, its index in [`World::log`]
+    /// and the pool it was about.
+    pub pool_calls: HashMap<usize, PoolUse>,
+    /// For each asynchronous copy accepted, its index in [`World::log`] and its direction.
+    pub copy_calls: HashMap<usize, CopyKind>,
+    /// While set, the device starts no packet and no copy (as a busy GPU would not yet): queued work
+    /// stays queued until [`hold`] lets it go.
+    pub held: bool,
     generation: u64,
     engine: Option<JoinHandle<()>>,
     handler_thread: Option<JoinHandle<()>>,
@@ -447,6 +469,9 @@ impl World {
             system_handlers: Vec::new(),
             misuse: Vec::new(),
             faults: Vec::new(),
+            pool_calls: HashMap::new(),
+            copy_calls: HashMap::new(),
+            held: false,
             generation: handle(),
             engine: None,
             handler_thread: None,
@@ -497,6 +522,16 @@ impl World {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Records which pool the call just logged was about.
+    fn note_pool_call(&mut self, kind: PoolKind) {
+        let used = match kind {
+            PoolKind::HostFine => PoolUse::Host,
+            PoolKind::HostKernarg => PoolUse::Kernarg,
+            _ => PoolUse::Device,
+        };
+        self.pool_calls.insert(self.log.len() - 1, used);
     }
 
     fn note(&mut self, what: String) {
@@ -616,9 +651,52 @@ pub fn clear_kernels() {
     with(|w| w.bodies.clear());
 }
 
+/// Holds the device's work back (`true`: no packet or copy starts) or lets it go (`false`), as a GPU
+/// busy with other work would; tests use it to see what is queued before it runs.
+pub fn hold(on: bool) {
+    with(|w| w.held = on);
+}
+
 /// Bytes each GPU's pools can hold at once (`None`: no limit).
 pub fn set_capacity(bytes: Option<usize>) {
     with(|w| w.capacity = bytes);
+}
+
+/// Bytes reserved in GPU pools (every GPU together).
+pub fn device_reserved() -> usize {
+    with(|w| w.memory.values().filter(|b| b.device).map(|b| b.reserved).sum())
+}
+
+/// Which pool the block that starts at `ptr` came from; `None` when no block starts there.
+pub fn block_pool(ptr: usize) -> Option<PoolUse> {
+    with(|w| {
+        let block = w.memory.get(&ptr)?;
+        Some(match w.pools.get(&block.pool)?.kind {
+            PoolKind::HostFine => PoolUse::Host,
+            PoolKind::HostKernarg => PoolUse::Kernarg,
+            _ => PoolUse::Device,
+        })
+    })
+}
+
+/// The packets each live queue holds, in no particular order.
+pub fn queue_sizes() -> Vec<u32> {
+    with(|w| w.queues.values().map(|q| q.size).collect())
+}
+
+/// Every pool block, as (address, size).
+pub fn blocks() -> Vec<(usize, usize)> {
+    with(|w| w.memory.iter().map(|(&a, b)| (a, b.size)).collect())
+}
+
+/// Address and size of the variable `name` of any loaded executable.
+pub fn variable(name: &str) -> Option<(usize, usize)> {
+    with(|w| {
+        w.symbols.values().find_map(|s| match s.kind {
+            SymbolKind::Variable { address, size } if s.name == name => Some((address as usize, size as usize)),
+            _ => None,
+        })
+    })
 }
 
 /// What is still allocated or alive.
@@ -1093,6 +1171,7 @@ unsafe extern "C" fn hsa_amd_memory_pool_allocate(
             return sys::HSA_STATUS_ERROR_INVALID_ARGUMENT;
         }
         let (agent, kind) = (p.agent, p.kind);
+        w.note_pool_call(kind);
         if kind == PoolKind::DeviceGroup || size > pool_size(w, kind) {
             return sys::HSA_STATUS_ERROR_INVALID_ALLOCATION;
         }
@@ -1131,6 +1210,9 @@ unsafe extern "C" fn hsa_amd_memory_pool_allocate(
 unsafe extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
     call("hsa_amd_memory_pool_free", |w| match w.memory.remove(&(ptr as usize)) {
         Some(block) => {
+            if let Some(kind) = w.pools.get(&block.pool).map(|p| p.kind) {
+                w.note_pool_call(kind);
+            }
             // SAFETY: allocated in hsa_amd_memory_pool_allocate with this layout.
             unsafe { std::alloc::dealloc(ptr.cast(), Layout::from_size_align_unchecked(block.reserved, GRANULE)) };
             HSA_STATUS_SUCCESS
@@ -1260,7 +1342,7 @@ fn copy_engine(generation: u64) {
                 let ready = w
                     .pending
                     .iter()
-                    .position(|c| c.deps.iter().all(|d| w.signal_value(*d).is_none_or(|v| v == 0)));
+                    .position(|c| !w.held && c.deps.iter().all(|d| w.signal_value(*d).is_none_or(|v| v == 0)));
                 if let Some(i) = ready {
                     break w.pending.remove(i).expect("a pending copy");
                 }
@@ -1326,6 +1408,7 @@ unsafe extern "C" fn hsa_amd_memory_async_copy(
             (true, true) => CopyKind::DeviceToDevice,
             (false, false) => CopyKind::HostToHost,
         };
+        w.copy_calls.insert(w.log.len() - 1, kind);
         w.copies.push(AsyncCopy {
             dst: dst as usize,
             src: src as usize,
@@ -1824,6 +1907,9 @@ unsafe fn header(ring: usize, index: usize) -> &'static AtomicU16 {
 /// Looks at the packet at the read index of `q` (the world's lock held): `None` while there is none
 /// ready (not yet published, doorbell not rung, or a barrier whose dependencies are not met).
 fn examine(w: &mut World, key: usize) -> Option<Job> {
+    if w.held {
+        return None;
+    }
     let q = w.queues.get(&key)?;
     if q.failed {
         return None;
@@ -1928,6 +2014,7 @@ fn dispatch(w: &mut World, queue: u64, agent: usize, packet: &KernelDispatchPack
         private_segment_size: packet.private_segment_size,
         args: args.clone(),
         queue,
+        static_group_segment_size: kernel.group,
     });
     Job::Kernel {
         body: w.bodies.get(&kernel.name).cloned(),

@@ -87,6 +87,12 @@ impl AmdEvent {
         (&*self.handle as *const u8).cast_mut().cast()
     }
 
+    /// Forgets the recorded operation, so that its signal can go back to the device's pool before
+    /// the device is released.
+    pub fn forget(&self) {
+        lock(&self.recorded).take();
+    }
+
     /// Waits until the recorded operation has finished.
     pub fn synchronize(&self, device: &AmdDevice) -> Result<()> {
         let recorded = lock(&self.recorded).clone();
@@ -385,19 +391,26 @@ impl AmdStream {
         *lock(&event.recorded) = last;
     }
 
-    /// Waits for everything queued, then releases what the operations kept.
+    /// Waits for everything queued, then releases what the operations kept. When the device has
+    /// failed (a queue error or memory fault), the work will never finish: what it kept is released
+    /// all the same, so that the device can still be torn down without leaking it.
     pub fn synchronize(&self, device: &AmdDevice) -> Result<()> {
         let mut state = lock(&self.state);
-        if let Some(last) = &state.last {
-            last.wait(&device.health)?;
-        }
+        let waited = match &state.last {
+            Some(last) => last.wait(&device.health),
+            None => Ok(()),
+        };
         self.release(&mut state);
-        Ok(())
+        waited
     }
 
-    /// Whether everything queued has finished; if so, releases what the operations kept.
+    /// Whether everything queued has finished; if so, releases what the operations kept (as it does
+    /// when the device has failed, see [`AmdStream::synchronize`]).
     pub fn is_idle(&self, device: &AmdDevice) -> Result<bool> {
-        device.health.check()?;
+        if let Err(e) = device.health.check() {
+            self.release(&mut lock(&self.state));
+            return Err(e);
+        }
         let mut state = lock(&self.state);
         if state.last.as_ref().is_some_and(|s| !s.is_done()) {
             return Ok(false);

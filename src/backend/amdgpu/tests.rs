@@ -11,11 +11,7 @@ use crate::plugin::{Core, HostEntry, LaunchRequest, PluginApi};
 use crate::util::config::Config;
 use crate::util::elf;
 
-const MI250: SimAgent = SimAgent {
-    name: "gfx90a",
-    compute_units: 104,
-    wavefront_size: 64,
-};
+use super::harness::MI250;
 
 pub(super) fn code_object(arch: &str) -> Vec<u8> {
     let path = format!(
@@ -211,4 +207,215 @@ fn a_library_that_is_not_the_runtime_is_named_by_the_first_missing_entry_point()
         open_error(&config),
         "the HSA runtime libc.so.6 lacks hsa_init (too old?); reporting 0 devices"
     );
+}
+
+/// A wave32 RDNA2 GPU.
+const RX6800: SimAgent = SimAgent {
+    name: "gfx1030",
+    compute_units: 60,
+    wavefront_size: 32,
+};
+
+/// A loaded program on a fresh core over `gpu`: the core, its kernels' and global's addresses, and the
+/// kernels' names.
+fn loaded_on(gpu: SimAgent, arch: &str, pairs: &[(&str, &str)]) -> (Box<dyn PluginApi>, Vec<usize>, String, String) {
+    let core = core_on(&[gpu], pairs);
+    core.init_device(0).unwrap();
+    let image = code_object(arch);
+    let (entries, spmd, generic) = entries_of(&image);
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    (core, loaded.addresses, spmd, generic)
+}
+
+/// Tears the core down (a failed device may report its failure once more) and checks that nothing
+/// is left and nothing was misused. Work still held never runs: its queue is gone first.
+fn tear_down(core: &dyn PluginApi) {
+    simulated::clear_kernels();
+    let _ = core.deinit();
+    simulated::hold(false);
+    assert_eq!(simulated::misuse(), Vec::<String>::new());
+    let live = simulated::live();
+    assert_eq!(
+        (
+            live.memory,
+            live.executables,
+            live.readers,
+            live.queues,
+            live.signals,
+            live.locked
+        ),
+        (0, 0, 0, 0, 0, 0),
+        "{live:?}"
+    );
+}
+
+#[test]
+fn a_wave32_gpu_runs_its_own_image_and_refuses_a_wave64_one() {
+    let _serial = serial();
+    let (core, addresses, spmd, _) = loaded_on(RX6800, "gfx1030", &[]);
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&ran);
+    simulated::register_kernel(
+        &spmd,
+        Arc::new(move |args: &[u64]| {
+            record.lock().unwrap().extend_from_slice(args);
+            Ok(())
+        }),
+    );
+    let args = [addresses[2] as *mut c_void];
+    // SAFETY: the simulated kernel only records its argument.
+    unsafe { core.launch(0, addresses[0], &args, &LaunchRequest::default(), None) }.unwrap();
+    assert_eq!(*ran.lock().unwrap(), vec![addresses[2] as u64]);
+    let launch = &simulated::launches()[0];
+    assert_eq!(
+        (launch.grid_size_x / launch.workgroup_size_x, launch.workgroup_size_x),
+        (60 * 4, 256),
+        "CUs × 4 teams of 256 on the wave32 part too"
+    );
+
+    let wave64 = code_object("gfx90a");
+    assert!(
+        !core.is_valid_image(&wave64[..64], wave64.len(), None),
+        "a gfx90a image is not for a gfx1030"
+    );
+    let (entries, _, _) = entries_of(&wave64);
+    let err = match core.load_image(0, 0x9000, &wave64, &entries) {
+        Ok(_) => panic!("a gfx90a image loaded on a gfx1030"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("gfx90a") && err.contains("gfx1030"), "{err}");
+    assert!(!err.contains('\n'), "one line: {err}");
+    tear_down(&*core);
+}
+
+#[test]
+fn a_queue_error_fails_synchronize_instead_of_hanging() {
+    let _serial = serial();
+    let (core, addresses, spmd, _) = loaded_on(MI250, "gfx90a", &[]);
+    simulated::register_kernel(&spmd, Arc::new(|_: &[u64]| Err(super::sys::HSA_STATUS_ERROR_EXCEPTION)));
+    let args = [addresses[2] as *mut c_void];
+    // SAFETY: the simulated kernel reads nothing.
+    let err = unsafe { core.launch(0, addresses[0], &args, &LaunchRequest::default(), None) }
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("HSA_STATUS_ERROR_EXCEPTION (0x1016)"), "{err}");
+    assert!(!err.contains('\n'), "one line: {err}");
+    tear_down(&*core);
+}
+
+#[test]
+fn a_gpu_memory_fault_fails_synchronize_instead_of_hanging() {
+    let _serial = serial();
+    let (core, addresses, _, generic) = loaded_on(MI250, "gfx90a", &[]);
+    simulated::register_kernel(&generic, Arc::new(|_: &[u64]| Ok(())));
+    // The kernel never finishes (its queue is held), as one that faulted would not.
+    simulated::hold(true);
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    let request = LaunchRequest {
+        nowait: true,
+        ..Default::default()
+    };
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe { core.launch(0, addresses[1], &[], &request, Some(&mut queue)) }.unwrap();
+    let gpu = simulated::agents()[1];
+    assert_eq!(
+        simulated::fire_memory_fault(gpu, 0xdead_0000, 0x4),
+        1,
+        "the backend's handler"
+    );
+    let err = core.synchronize(0, &mut queue).unwrap_err().to_string();
+    assert!(err.contains("memory fault at address 0xdead0000"), "{err}");
+    assert!(!err.contains('\n'), "one line: {err}");
+    tear_down(&*core);
+}
+
+#[test]
+fn a_nowait_copy_to_the_host_lands_only_after_the_kernel_before_it() {
+    let _serial = serial();
+    let (core, addresses, spmd, _) = loaded_on(MI250, "gfx90a", &[]);
+    let counter = addresses[2];
+    simulated::register_kernel(
+        &spmd,
+        Arc::new(|args: &[u64]| {
+            // SAFETY: the launch passes the image's 4-byte global, simulated device memory.
+            unsafe { *(args[0] as *mut u32) = 99 };
+            Ok(())
+        }),
+    );
+    simulated::hold(true);
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    let request = LaunchRequest {
+        nowait: true,
+        ..Default::default()
+    };
+    let args = [counter as *mut c_void];
+    let mut back = 0u32;
+    let handlers = simulated::calls("hsa_amd_signal_async_handler");
+    // SAFETY: the kernel writes the 4-byte global; `back` outlives the synchronisation.
+    unsafe {
+        core.launch(0, addresses[0], &args, &request, Some(&mut queue)).unwrap();
+        core.retrieve(
+            0,
+            (&mut back as *mut u32).cast(),
+            counter as *const c_void,
+            4,
+            Some(&mut queue),
+        )
+        .unwrap();
+    }
+    let copy = simulated::copies().last().cloned().unwrap();
+    assert_eq!(copy.kind, simulated::CopyKind::DeviceToHost);
+    assert_eq!(copy.deps.len(), 1, "the copy waits for the kernel's signal");
+    assert_eq!(
+        simulated::calls("hsa_amd_signal_async_handler"),
+        handlers + 1,
+        "staged: the host copy is a handler's"
+    );
+    // SAFETY: read while nothing runs (held).
+    assert_eq!(unsafe { std::ptr::read_volatile(&back) }, 0, "nothing ran yet");
+    simulated::hold(false);
+    core.synchronize(0, &mut queue).unwrap();
+    assert_eq!(back, 99, "the copy saw what the kernel wrote");
+    tear_down(&*core);
+}
+
+#[test]
+fn the_amdgpu_settings_take_effect() {
+    let _serial = serial();
+    let (core, addresses, _, _) = loaded_on(
+        MI250,
+        "gfx90a",
+        &[
+            ("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "2"),
+            ("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", "128"),
+            ("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", "2"),
+            ("LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES", "4096"),
+            ("LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS", "8"),
+        ],
+    );
+    assert_eq!(simulated::queue_sizes(), vec![128, 128], "two queues of 128 packets");
+    assert_eq!(simulated::calls("hsa_amd_signal_create"), 8, "eight signals up front");
+    // SAFETY: the kernel has no body.
+    unsafe { core.launch(0, addresses[1], &[], &LaunchRequest::default(), None) }.unwrap();
+    let launch = simulated::launches().last().cloned().unwrap();
+    assert_eq!(launch.grid_size_x / launch.workgroup_size_x, 104 * 2, "CUs × 2 teams");
+
+    let device = core.alloc(0, 8192, AllocKind::Device).unwrap();
+    let data: Vec<u8> = (0..8192).map(|i| i as u8).collect();
+    // SAFETY: an 8 KiB device allocation; synchronous copies.
+    unsafe { core.submit(0, device, data.as_ptr().cast(), 4096, None) }.unwrap();
+    assert_eq!(
+        simulated::calls("hsa_amd_memory_lock"),
+        1,
+        "4096 bytes: pinned and waited"
+    );
+    let copy = simulated::copies().last().cloned().unwrap();
+    assert_eq!(copy.src, data.as_ptr() as usize, "straight from the pinned user buffer");
+    // SAFETY: as above.
+    unsafe { core.submit(0, device, data.as_ptr().cast(), 4095, None) }.unwrap();
+    assert_eq!(simulated::calls("hsa_amd_memory_lock"), 1, "4095 bytes: staged");
+    assert_ne!(simulated::copies().last().unwrap().src, data.as_ptr() as usize);
+    assert_eq!(read::<[u8; 16]>(device as usize), data[..16]);
+    core.free(0, device as usize).unwrap();
+    tear_down(&*core);
 }

@@ -128,6 +128,7 @@ impl Harness for CudaHarness {
             generic: 1,
             generic_name,
             global: 2,
+            arguments: 2,
             client_object: "omprpc_client_object",
         }
     }

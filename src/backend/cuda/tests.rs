@@ -325,7 +325,7 @@ fn the_suites_fault_test_fails_each_of_these_cuda_calls() {
             (Step::Teardown, "cuMemFreeHost"),
         ]);
     }
-    let mut failed: Vec<(Step, &str)> = steps()
+    let mut failed: Vec<(Step, &str)> = steps::<super::harness::CudaHarness>()
         .into_iter()
         .flat_map(|(step, op)| {
             super::harness::CudaHarness::driver_calls(op)

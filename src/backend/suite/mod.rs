@@ -109,6 +109,10 @@ pub(crate) struct TestProgram {
     pub generic_name: String,
     /// Entry of a 4-byte global.
     pub global: usize,
+    /// How many 8-byte arguments the suite passes its kernels: two where the driver takes what it is
+    /// given, fewer where the kernel's own argument segment is smaller and the backend refuses more
+    /// (AMDGPU: the real kernels take one pointer).
+    pub arguments: usize,
     /// The global that `__llvm_libc_rpc_client` points at in the image: libc's client object.
     #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services look at it
     pub client_object: &'static str,
@@ -179,6 +183,57 @@ pub(crate) trait Harness: Sized {
     /// Address and size of the module's global `name` in the one loaded module.
     #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
     fn module_global(&self, name: &str) -> Option<(usize, usize)>;
+
+    /// Whether the backend's queues and events are driver objects, each made and destroyed with a
+    /// driver call (CUDA streams and events), rather than the plugin's own over objects made when the
+    /// device is prepared (HSA: queues and signals).
+    fn streams_are_driver_objects() -> bool {
+        true
+    }
+    /// Whether the backend copies between two devices directly (LLVM 16's AMDGPU plugin does not).
+    fn exchanges_between_devices() -> bool {
+        true
+    }
+    /// Whether interop gives a driver context beside the device (HSA has none: NULL).
+    fn interop_has_context() -> bool {
+        true
+    }
+    /// Whether the simulated device starts queued work on its own, as a real one does, rather than only
+    /// when the host synchronises or queries; then the suite holds it with [`Harness::hold`] to see what
+    /// is queued, and waits rather than expects a query to find the work done.
+    fn runs_work_on_its_own() -> bool {
+        false
+    }
+    /// Holds the device's queued work back (`true`) or lets it go (`false`); a device that runs work only
+    /// when the host waits has nothing to hold.
+    fn hold(&self, _on: bool) {}
+    /// Lanes of the device's warp or wavefront, which host services serve at once.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn lane_size(&self) -> u32 {
+        32
+    }
+    /// Whether preparing a device allocates host memory of its own (staging and kernel-argument
+    /// buffers, HSA) that is released with the device, so that host-memory calls are not all the
+    /// program's.
+    fn device_owns_host_buffers() -> bool {
+        false
+    }
+    /// Whether the pool block at `addr` is host memory; asked only of harnesses whose devices own
+    /// host buffers (where counting host allocations does not find the program's).
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn is_host_block(&self, _addr: usize) -> bool {
+        unreachable!("asked only where device_owns_host_buffers")
+    }
+    /// Whether a queue fails only by a fault of the work on it (HSA: a signal query returns no
+    /// status), which then fails the whole device; else the driver's query is made to fail.
+    fn queues_fail_by_device_faults() -> bool {
+        false
+    }
+    /// Makes every later run of kernel `name` fault on the device; asked only where
+    /// `queues_fail_by_device_faults`. Returns what the resulting error must say.
+    fn fail_kernel(&self, _name: &str) -> String {
+        unreachable!("asked only where queues_fail_by_device_faults")
+    }
 }
 
 /// Reads a `T` at a simulated device address.
@@ -211,17 +266,42 @@ fn two_devices_with_program<H: Harness>() -> (H, TestProgram, Vec<usize>) {
 
 pub(crate) fn initial_queues_and_events_are_made_per_device<H: Harness>() {
     let (h, _, _) = two_devices_with_program::<H>();
-    assert_eq!(
-        h.calls(Op::CreateQueue),
-        64,
-        "LIBOMPTARGET_NUM_INITIAL_STREAMS per device"
-    );
-    assert_eq!(
-        h.calls(Op::CreateEvent),
-        64,
-        "LIBOMPTARGET_NUM_INITIAL_EVENTS per device"
-    );
+    if H::streams_are_driver_objects() {
+        assert_eq!(
+            h.calls(Op::CreateQueue),
+            64,
+            "LIBOMPTARGET_NUM_INITIAL_STREAMS per device"
+        );
+        assert_eq!(
+            h.calls(Op::CreateEvent),
+            64,
+            "LIBOMPTARGET_NUM_INITIAL_EVENTS per device"
+        );
+        assert!(h.core().deinit().unwrap());
+        return;
+    }
+    // The initial streams and events are the plugin's own: making 32 of each per device costs the
+    // driver no call more than making one.
+    assert_eq!((h.calls(Op::CreateQueue), h.calls(Op::CreateEvent)), (0, 0));
     assert!(h.core().deinit().unwrap());
+    drop(h);
+    let init_calls = |settings: &[(&str, &str)]| {
+        let h = H::start(1, settings);
+        let before = h.log().len();
+        h.core().init_device(0).unwrap();
+        let calls = h.log().len() - before;
+        assert!(h.core().deinit().unwrap());
+        calls
+    };
+    let default = init_calls(&[]);
+    let one = init_calls(&[
+        ("LIBOMPTARGET_NUM_INITIAL_STREAMS", "1"),
+        ("LIBOMPTARGET_NUM_INITIAL_EVENTS", "1"),
+    ]);
+    assert_eq!(
+        default, one,
+        "driver calls to prepare a device with 32 initial streams and events, and with 1"
+    );
 }
 
 pub(crate) fn async_copies_run_in_queue_order_once_synchronised<H: Harness>() {
@@ -231,6 +311,7 @@ pub(crate) fn async_copies_run_in_queue_order_once_synchronised<H: Harness>() {
     let mut queue: *mut c_void = std::ptr::null_mut();
     let value = 41u32;
     let mut back = 0u32;
+    h.hold(true);
     // SAFETY: `counter` is the image's 4-byte global; `value` and `back` outlive the synchronisation.
     unsafe {
         core.submit(
@@ -251,6 +332,7 @@ pub(crate) fn async_copies_run_in_queue_order_once_synchronised<H: Harness>() {
         .unwrap();
     }
     assert_eq!(back, 0, "nothing ran before the queue was synchronised");
+    h.hold(false);
     core.synchronize(0, &mut queue).unwrap();
     assert_eq!(
         (back, read::<u32>(counter)),
@@ -272,28 +354,26 @@ pub(crate) fn launches_pass_arguments_by_value_with_the_stock_geometry<H: Harnes
         2,
         Arc::new(move |args| record.lock().unwrap().extend_from_slice(args)),
     );
-    let args = [0x1234 as *mut c_void, counter as *mut c_void];
+    let args = &[0x1234 as *mut c_void, counter as *mut c_void][..program.arguments];
     let request = LaunchRequest {
         tripcount: 1000,
         ..Default::default()
     };
     // SAFETY: the simulated kernel only records its arguments.
-    unsafe { core.launch(0, addresses[program.spmd], &args, &request, None) }.unwrap();
-    assert_eq!(*seen.lock().unwrap(), vec![0x1234, counter as u64]);
+    unsafe { core.launch(0, addresses[program.spmd], args, &request, None) }.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [0x1234, counter as u64][..program.arguments].to_vec()
+    );
     // SAFETY: as above; this kernel has no body.
     unsafe { core.launch(0, addresses[program.generic], &[], &LaunchRequest::default(), None) }.unwrap();
     let launches = h.launches();
     let (threads, teams) = h.default_geometry();
-    assert_eq!(
-        (threads, teams),
-        (128, 3200),
-        "the suite's devices have the stock defaults"
-    );
     assert_eq!(launches[0].kernel, program.spmd_name);
     assert_eq!(
         launches[0].geometry,
         (1000u32.div_ceil(threads), threads, 256),
-        "SPMD: trip / 128 blocks; shared memory setting"
+        "SPMD: trip / default threads blocks; shared memory setting"
     );
     assert_eq!(launches[1].kernel, program.generic_name);
     assert_eq!(
@@ -310,8 +390,34 @@ pub(crate) fn device_to_device_between_two_devices_goes_peer_to_peer<H: Harness>
     let core = h.core();
     let a = core.alloc(0, 64, AllocKind::Device).unwrap();
     let b = core.alloc(1, 64, AllocKind::Device).unwrap();
-    assert!(core.can_exchange(0, 1).unwrap());
     let data = [5u8; 64];
+    if !H::exchanges_between_devices() {
+        // No copy between GPUs: libomptarget is told so and goes through the host; a copy asked for
+        // anyway is refused, and within one device the copy is the driver's device-to-device copy.
+        assert!(!core.can_exchange(0, 1).unwrap() && !core.can_exchange(1, 0).unwrap());
+        let c = core.alloc(0, 64, AllocKind::Device).unwrap();
+        // SAFETY: all three are 64-byte device allocations; `data` outlives the synchronous copies.
+        unsafe {
+            core.submit(0, a, data.as_ptr().cast(), 64, None).unwrap();
+            let refused = core.exchange(0, a, 1, b, 64, None).unwrap_err().to_string();
+            assert!(refused.contains("cannot copy to device 1 directly"), "{refused}");
+            assert!(core.can_exchange(0, 0).unwrap());
+            core.exchange(0, a, 0, c, 64, None).unwrap();
+        }
+        assert_eq!((h.calls(Op::CopyPeer), h.calls(Op::CopyDeviceToDevice)), (0, 1));
+        assert_eq!(read::<[u8; 64]>(c as usize), data, "the bytes arrived");
+        assert_eq!(
+            read::<[u8; 64]>(b as usize),
+            [0; 64],
+            "nothing reached the other device"
+        );
+        for (device, ptr) in [(0, a), (1, b), (0, c)] {
+            core.free(device, ptr as usize).unwrap();
+        }
+        assert!(core.deinit().unwrap());
+        return;
+    }
+    assert!(core.can_exchange(0, 1).unwrap());
     // SAFETY: both are 64-byte device allocations; `data` outlives the synchronous copies.
     unsafe {
         core.submit(0, a, data.as_ptr().cast(), 64, None).unwrap();
@@ -363,7 +469,11 @@ pub(crate) fn interop_gets_the_drivers_own_handles<H: Harness>() {
     let (h, _, _) = two_devices_with_program::<H>();
     let native = h.core().native_device(1).unwrap();
     assert_eq!(native.device as usize, h.native_device_id(1));
-    assert!(!native.context.is_null());
+    assert_eq!(
+        native.context.is_null(),
+        !H::interop_has_context(),
+        "a context where the driver has one"
+    );
     assert!(h.core().deinit().unwrap());
 }
 
@@ -391,7 +501,20 @@ pub(crate) fn teardown_releases_everything_in_order<H: Harness>() {
             .unwrap_or_else(|| panic!("no {op:?}: {log:?}"))
     };
     let last = |op: Op| log.iter().rposition(|c| *c == op).unwrap();
-    if cfg!(feature = "rpc") {
+    if cfg!(feature = "rpc") && H::device_owns_host_buffers() {
+        // The mailbox before the image; the device's own host buffers go with the device.
+        assert!(
+            first(Op::FreeHost) < first(Op::UnloadModule),
+            "the mailbox before the image: {log:?}"
+        );
+        let device_part = log.iter().rposition(|c| *c == Op::FreeDevice).unwrap();
+        assert!(
+            log.iter()
+                .enumerate()
+                .all(|(i, c)| *c != Op::FreeHost || i < first(Op::UnloadModule) || i > device_part),
+            "host buffers freed after the image belong to the device's release: {log:?}"
+        );
+    } else if cfg!(feature = "rpc") {
         assert!(
             last(Op::FreeHost) < first(Op::UnloadModule),
             "the mailbox before the image: {log:?}"
@@ -401,8 +524,19 @@ pub(crate) fn teardown_releases_everything_in_order<H: Harness>() {
         first(Op::UnloadModule) < first(Op::FreeDevice),
         "then cached blocks: {log:?}"
     );
-    assert!(last(Op::FreeDevice) < first(Op::DestroyEvent), "then events: {log:?}");
-    assert!(last(Op::DestroyEvent) < first(Op::DestroyQueue), "then queues: {log:?}");
+    if H::streams_are_driver_objects() {
+        assert!(last(Op::FreeDevice) < first(Op::DestroyEvent), "then events: {log:?}");
+        assert!(last(Op::DestroyEvent) < first(Op::DestroyQueue), "then queues: {log:?}");
+    } else {
+        assert!(
+            !log.contains(&Op::DestroyEvent) && !log.contains(&Op::DestroyQueue),
+            "no driver object per event or queue: {log:?}"
+        );
+        assert!(
+            last(Op::FreeDevice) < first(Op::ReleaseDevice),
+            "then the device: {log:?}"
+        );
+    }
     assert_eq!(log.last(), Some(&Op::ReleaseDevice), "the device last: {log:?}");
 }
 
@@ -413,7 +547,7 @@ pub(crate) fn a_launch_allocates_nothing_on_the_host<H: Harness>() {
     let program = h.program();
     let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
     let counter = loaded.addresses[program.global];
-    let args = [0x1234 as *mut c_void, counter as *mut c_void];
+    let args = &[0x1234 as *mut c_void, counter as *mut c_void][..program.arguments];
     let request = LaunchRequest {
         teams: 4,
         thread_limit: 64,
@@ -422,10 +556,10 @@ pub(crate) fn a_launch_allocates_nothing_on_the_host<H: Harness>() {
     };
     let launch_twice = || {
         // SAFETY: the simulated kernels have no bodies; the arguments are only passed along.
-        unsafe { core.launch(0, loaded.addresses[program.spmd], &args, &request, None) }.unwrap();
+        unsafe { core.launch(0, loaded.addresses[program.spmd], args, &request, None) }.unwrap();
         let mut queue: *mut c_void = std::ptr::null_mut();
         // SAFETY: as above.
-        unsafe { core.launch(0, loaded.addresses[program.generic], &args, &request, Some(&mut queue)) }.unwrap();
+        unsafe { core.launch(0, loaded.addresses[program.generic], args, &request, Some(&mut queue)) }.unwrap();
         core.synchronize(0, &mut queue).unwrap();
     };
     // The first launches may fill the queue pool; the steady state is what every region pays.
@@ -452,7 +586,7 @@ pub(crate) enum Step {
 }
 
 /// The operations each step makes, whose driver calls the fault test makes fail one at a time.
-pub(crate) fn steps() -> Vec<(Step, Op)> {
+pub(crate) fn steps<H: Harness>() -> Vec<(Step, Op)> {
     let mut steps = vec![
         (Step::Init, Op::InitDevice),
         (Step::Init, Op::CreateQueue),
@@ -484,6 +618,17 @@ pub(crate) fn steps() -> Vec<(Step, Op)> {
             (Step::Load, Op::AllocDevice),
             (Step::Teardown, Op::FreeHost),
         ]);
+    }
+    if !H::streams_are_driver_objects() {
+        // Queues and events are no driver calls of their own (their driver objects are made and
+        // released with the device's), and waiting on or querying one is a signal wait or load, which
+        // returns no status to fail.
+        steps.retain(|(_, op)| {
+            !(matches!(
+                op,
+                Op::CreateQueue | Op::CreateEvent | Op::DestroyQueue | Op::DestroyEvent
+            ) || H::driver_calls(*op).is_empty())
+        });
     }
     steps
 }
@@ -558,7 +703,7 @@ pub(crate) fn every_driver_call_failing_once_is_reported_and_survived<H: Harness
     let h = program_with_fault::<H>(None);
     assert_eq!(h.live(), Live::NONE, "the clean run releases everything");
     drop(h);
-    for (step, op) in steps() {
+    for (step, op) in steps::<H>() {
         let calls = H::driver_calls(op);
         assert!(!calls.is_empty(), "{op:?} has a driver call to fail");
         for call in calls {
@@ -617,14 +762,19 @@ pub(crate) fn nowait_work_is_queried_and_events_order_queues<H: Harness>() {
         ..Default::default()
     };
     let (mut first, mut second): (*mut c_void, *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
+    h.hold(true);
     // SAFETY: the simulated kernel takes no arguments.
     unsafe { core.launch(0, kernel, &[], &request, Some(&mut first)) }.unwrap();
     assert_eq!(ran.load(Ordering::SeqCst), 0, "nowait: queued, not run");
-    assert_eq!(
-        first as usize,
-        h.launches()[0].queue,
-        "libomptarget holds the driver's queue handle itself"
-    );
+    if H::streams_are_driver_objects() {
+        assert_eq!(
+            first as usize,
+            h.launches()[0].queue,
+            "libomptarget holds the driver's queue handle itself"
+        );
+    } else {
+        assert!(!first.is_null(), "libomptarget holds the plugin's stream");
+    }
 
     // An event recorded after the kernel holds back the other queue's work until the kernel ran.
     let event = core.create_event(0).unwrap();
@@ -634,16 +784,39 @@ pub(crate) fn nowait_work_is_queried_and_events_order_queues<H: Harness>() {
         !second.is_null() && second != first,
         "the waiting async info got a queue of its own"
     );
-    assert_eq!(ran.load(Ordering::SeqCst), 1, "waiting ran the recorded work");
+    if H::runs_work_on_its_own() {
+        // The wait is the device's (a barrier on the waiting queue), not the host's.
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "held: the recorded work has not run");
+        h.hold(false);
+        core.synchronize(0, &mut second).unwrap();
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            1,
+            "the waiting queue ran after the recorded work"
+        );
+    } else {
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "waiting ran the recorded work");
+    }
     core.sync_event(0, event).unwrap();
     core.destroy_event(0, event).unwrap();
 
     // query_async leaves a busy queue with its async info and gives back an idle one.
+    h.hold(true);
     // SAFETY: as above.
     unsafe { core.launch(0, kernel, &[], &request, Some(&mut first)) }.unwrap();
     core.query_async(0, &mut first).unwrap();
     assert!(!first.is_null(), "not done yet: the async info keeps its queue");
+    h.hold(false);
     core.query_async(0, &mut first).unwrap();
+    if H::runs_work_on_its_own() {
+        // The device finishes in its own time: query until it has.
+        let started = std::time::Instant::now();
+        while !first.is_null() {
+            assert!(started.elapsed().as_secs() < 10, "the kernel never finished");
+            std::thread::yield_now();
+            core.query_async(0, &mut first).unwrap();
+        }
+    }
     assert!(first.is_null(), "done: the queue went back to the pool");
     assert_eq!(ran.load(Ordering::SeqCst), 2);
     core.synchronize(0, &mut second).unwrap();
@@ -658,9 +831,13 @@ pub(crate) fn nowait_work_is_queried_and_events_order_queues<H: Harness>() {
     for info in infos.iter_mut() {
         core.synchronize(0, info).unwrap();
     }
-    // Two initial queues and one more for the third async info (device code's allocations, which
-    // have a queue of their own, made none here).
-    assert_eq!(h.calls(Op::CreateQueue), 3);
+    if H::streams_are_driver_objects() {
+        // Two initial queues and one more for the third async info (device code's allocations, which
+        // have a queue of their own, made none here).
+        assert_eq!(h.calls(Op::CreateQueue), 3);
+    } else {
+        assert_eq!(h.calls(Op::CreateQueue), 0, "streams are no driver objects");
+    }
     h.clear_kernels();
     assert!(core.deinit().unwrap());
     assert_eq!(h.live(), Live::NONE);
@@ -689,15 +866,18 @@ pub(crate) fn eight_threads_of_queued_copies_and_launches_keep_their_order<H: Ha
         &program.spmd_name,
         2,
         Arc::new(|args| {
-            // SAFETY: every launch below passes a live buffer of `args[1]` words (simulated device
-            // memory is host memory), which only this launch's queue touches until it is synchronised.
-            let words = unsafe { std::slice::from_raw_parts_mut(args[0] as *mut u32, args[1] as usize) };
+            // A kernel that takes one argument is passed the buffer only, of WORDS words.
+            let len = args.get(1).map_or(WORDS, |&n| n as usize);
+            // SAFETY: every launch below passes a live buffer of `len` words (simulated device memory is
+            // host memory), which only this launch's queue touches until it is synchronised.
+            let words = unsafe { std::slice::from_raw_parts_mut(args[0] as *mut u32, len) };
             for w in words {
                 *w += 1;
             }
         }),
     );
     let kernels = &kernels;
+    let arguments = program.arguments;
     std::thread::scope(|scope| {
         for thread in 0..8u32 {
             scope.spawn(move || {
@@ -713,12 +893,12 @@ pub(crate) fn eight_threads_of_queued_copies_and_launches_keep_their_order<H: Ha
                         .collect();
                     let mut back = vec![0u32; WORDS];
                     let mut queue: *mut c_void = std::ptr::null_mut();
-                    let args = [buffer, WORDS as *mut c_void];
+                    let args = &[buffer, WORDS as *mut c_void][..arguments];
                     // SAFETY: `buffer` holds WORDS words; `data` and `back` outlive the synchronisation.
                     unsafe {
                         core.submit(device, buffer, data.as_ptr().cast(), WORDS * 4, Some(&mut queue))
                             .unwrap();
-                        core.launch(device, kernels[device as usize], &args, &request, Some(&mut queue))
+                        core.launch(device, kernels[device as usize], args, &request, Some(&mut queue))
                             .unwrap();
                         core.retrieve(device, back.as_mut_ptr().cast(), buffer, WORDS * 4, Some(&mut queue))
                             .unwrap();
@@ -777,6 +957,44 @@ pub(crate) fn a_failed_query_releases_the_queue<H: Harness>() {
         ..Default::default()
     };
     let mut info: *mut c_void = std::ptr::null_mut();
+    if H::queues_fail_by_device_faults() {
+        // The kernel faults on the device: the query fails naming the fault and the async info
+        // forgets the queue; the device is failed for good (the stock plugin aborts the process),
+        // so later work is refused with the same error instead of hanging, and teardown still
+        // releases everything.
+        h.hold(true);
+        // SAFETY: the simulated kernel takes no arguments.
+        unsafe { core.launch(0, loaded.addresses[program.spmd], &[], &request, Some(&mut info)) }.unwrap();
+        assert!(!info.is_null());
+        let expected = h.fail_kernel(&program.spmd_name);
+        h.hold(false);
+        let started = std::time::Instant::now();
+        let err = loop {
+            match core.query_async(0, &mut info) {
+                Err(e) => break e.to_string(),
+                Ok(()) => {
+                    assert!(!info.is_null(), "a faulting kernel was reported done");
+                    assert!(started.elapsed().as_secs() < 10, "the fault never reached the query");
+                    std::thread::yield_now();
+                }
+            }
+        };
+        assert!(err.contains(&expected), "{err}");
+        assert!(info.is_null(), "the async info no longer holds the queue");
+        let mut again: *mut c_void = std::ptr::null_mut();
+        // SAFETY: as above.
+        let refused = unsafe { core.launch(0, loaded.addresses[program.spmd], &[], &request, Some(&mut again)) };
+        let refused = refused.unwrap_err().to_string();
+        assert!(refused.contains(&expected), "{refused}");
+        h.clear_kernels();
+        // Teardown may report the fault once more; it releases everything all the same.
+        match core.deinit() {
+            Ok(done) => assert!(done),
+            Err(e) => assert!(e.to_string().contains(&expected), "{e}"),
+        }
+        assert_eq!(h.live(), Live::NONE);
+        return;
+    }
     // SAFETY: the simulated kernel takes no arguments.
     unsafe { core.launch(0, loaded.addresses[program.spmd], &[], &request, Some(&mut info)) }.unwrap();
     assert!(!info.is_null());
@@ -822,7 +1040,7 @@ impl crate::rpc::registry::UserHandler for DoubleIt {
     }
 }
 
-/// A kernel run by a simulated 32-lane warp calls the host: device `malloc` and `free` from the heap
+/// A kernel run by a simulated warp (32 lanes; an AMD wavefront: 64) calls the host: device `malloc` and `free` from the heap
 /// reserved at load, and a user opcode from 16 lanes, over a mailbox in the driver's pinned memory.
 #[cfg(feature = "rpc")]
 pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<H: Harness>() {
@@ -843,12 +1061,17 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
         .find(|s| pinned(s.mailbox_address()))
         .cloned()
         .expect("a server whose mailbox is the simulated driver's memory");
+    let lanes = h.lane_size() as u64;
     assert_eq!(
         (server.lane_size(), server.ports()),
-        (32, 64),
+        (lanes as u32, 64),
         "warp-size lanes; OMPRPC_RPC_PORTS"
     );
-    assert_eq!(h.calls(Op::AllocHost), 1, "the mailbox is pinned host memory");
+    if H::device_owns_host_buffers() {
+        assert!(h.is_host_block(server.mailbox_address()), "the mailbox is host memory");
+    } else {
+        assert_eq!(h.calls(Op::AllocHost), 1, "the mailbox is pinned host memory");
+    }
     // The contract of LLVM's plugins: the pointer is left as the image set it, and libc's client
     // bytes are copied to the object it names, which lives in the module's own memory.
     let client = read::<u64>(loaded.addresses[entries.len() - 1]) as usize;
@@ -874,9 +1097,9 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
             let device = SimulatedDevice::new(Arc::clone(&kernel_server));
             let warp = SimulatedWarp::new(&device, 5);
             let mask = warp.full_mask();
-            let sizes: Vec<u64> = (0..32).map(|lane| 16 + lane).collect();
+            let sizes: Vec<u64> = (0..lanes).map(|lane| 16 + lane).collect();
             let ptrs = warp.malloc(mask, &sizes);
-            let packets: Vec<[u64; 8]> = (0..32).map(|lane| [100 + lane, 0, 0, 0, 0, 0, 0, 0]).collect();
+            let packets: Vec<[u64; 8]> = (0..lanes).map(|lane| [100 + lane, 0, 0, 0, 0, 0, 0, 0]).collect();
             let replies = warp.call(OP_DOUBLE, mask & 0xffff, &packets);
             warp.free(mask, &ptrs);
             *out.lock().unwrap() = (ptrs, replies.iter().map(|r| r[0]).collect::<Vec<_>>());
@@ -896,10 +1119,10 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
     }
     .unwrap();
     let (ptrs, replies) = results.lock().unwrap().clone();
-    assert_eq!(ptrs.len(), 32);
+    assert_eq!(ptrs.len(), lanes as usize);
     let distinct: std::collections::HashSet<_> = ptrs.iter().collect();
     assert!(
-        ptrs.iter().all(|&p| p != 0) && distinct.len() == 32,
+        ptrs.iter().all(|&p| p != 0) && distinct.len() == lanes as usize,
         "one block per lane: {ptrs:x?}"
     );
     assert_eq!(
@@ -921,7 +1144,7 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
         ptrs.iter().all(|&p| reservation.contains(&(p as usize))),
         "the blocks come from the memory reserved when the image was loaded"
     );
-    let expected: Vec<u64> = (0..32)
+    let expected: Vec<u64> = (0..lanes)
         .map(|lane| if lane < 16 { (100 + lane) * 2 + lane } else { 0 })
         .collect();
     assert_eq!(
@@ -976,3 +1199,4 @@ macro_rules! backend_suite {
 // The harnesses, each beside the backend it drives; `suite::<name>::` runs the suite on one.
 crate::backend_suite!(cuda, crate::backend::cuda::harness::CudaHarness);
 crate::backend_suite!(fake, crate::plugin::tests::FakeHarness);
+crate::backend_suite!(amdgpu, crate::backend::amdgpu::harness::AmdgpuHarness);
