@@ -187,6 +187,12 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn init_device(&self, device: usize) -> Result<DeviceLimits>;
     /// Releases what `init_device` acquired. Queues, events and modules are destroyed first.
     fn deinit_device(&self, device: usize) -> Result<()>;
+    /// Releases what the backend holds beyond its devices (a runtime's own initialisation, which the
+    /// stock plugin ends at teardown), once every device is torn down; a later `init_device` (a
+    /// library registered again) must acquire it again. By default there is nothing to release.
+    fn release(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// Loads `image` onto `device`.
     fn load_module(&self, device: usize, image: &[u8]) -> Result<Self::Module>;

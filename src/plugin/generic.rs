@@ -548,6 +548,9 @@ impl<B: Backend> PluginApi for Core<B> {
                 first_error.get_or_insert(e);
             }
         }
+        if let Err(e) = self.backend.release() {
+            first_error.get_or_insert(e);
+        }
         first_error.map_or(Ok(true), Err)
     }
 

@@ -1,7 +1,7 @@
 //! One AMD GPU as the backend keeps it: its agent and what was read of it at start-up, and, while it
 //! is initialised, its HSA queues, signals, kernarg and staging buffers.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::code_object::TargetId;
@@ -47,11 +47,12 @@ impl HostPools {
     }
 }
 
-/// What the plugin read of a GPU agent when the runtime was opened.
-#[derive(Clone, Debug)]
+/// What the plugin read of a GPU agent when the runtime was opened. The runtime's handles change when
+/// it is shut down and started again (a library registered after teardown); the rest does not.
+#[derive(Debug)]
 pub struct AgentFacts {
-    /// The runtime's handle.
-    pub agent: HsaAgent,
+    /// The runtime's handle on the agent.
+    agent: AtomicU64,
     /// `HSA_AGENT_INFO_NAME` ("gfx90a").
     pub name: String,
     /// The target of its (last) ISA, e.g. "gfx90a:sramecc+:xnack-", which images are judged against.
@@ -69,7 +70,7 @@ pub struct AgentFacts {
     /// Most queues the agent supports.
     pub queues_max: u32,
     /// The first coarse-grained global pool: device memory.
-    pub device_pool: HsaMemoryPool,
+    device_pool: AtomicU64,
     /// Its size in bytes.
     pub memory_bytes: u64,
 }
@@ -102,7 +103,7 @@ impl AgentFacts {
             })
             .ok_or_else(|| Error::Unsupported(format!("GPU agent {name} has no coarse-grained memory pool")))?;
         Ok(AgentFacts {
-            agent,
+            agent: AtomicU64::new(agent.handle),
             target,
             compute_units: u32_of(agent_info::COMPUTE_UNIT_COUNT, "hsa_agent_get_info(COMPUTE_UNIT_COUNT)")?,
             wavefront_size: u32_of(agent_info::WAVEFRONT_SIZE, "hsa_agent_get_info(WAVEFRONT_SIZE)")?,
@@ -110,10 +111,30 @@ impl AgentFacts {
             max_grid: u32::from_ne_bytes(grid[0..4].try_into().expect("4 bytes")),
             queue_max_size: u32_of(agent_info::QUEUE_MAX_SIZE, "hsa_agent_get_info(QUEUE_MAX_SIZE)")?,
             queues_max: u32_of(agent_info::QUEUES_MAX, "hsa_agent_get_info(QUEUES_MAX)")?,
-            device_pool: device_pool.pool,
+            device_pool: AtomicU64::new(device_pool.pool.handle),
             memory_bytes: device_pool.size,
             name,
         })
+    }
+
+    /// The runtime's handle on the agent.
+    pub fn agent(&self) -> HsaAgent {
+        HsaAgent {
+            handle: self.agent.load(Ordering::Acquire),
+        }
+    }
+
+    /// The pool device memory comes from.
+    pub fn device_pool(&self) -> HsaMemoryPool {
+        HsaMemoryPool {
+            handle: self.device_pool.load(Ordering::Acquire),
+        }
+    }
+
+    /// Takes the handles of `fresh`, read from the same GPU after the runtime was started again.
+    pub fn rebind(&self, fresh: &AgentFacts) {
+        self.agent.store(fresh.agent().handle, Ordering::Release);
+        self.device_pool.store(fresh.device_pool().handle, Ordering::Release);
     }
 }
 
@@ -157,7 +178,7 @@ impl AmdDevice {
         let size = settings.hsa_queue_size.min(self.facts.queue_max_size.max(2) as usize);
         let mut queues = Vec::with_capacity(count);
         for _ in 0..count {
-            match AqlQueue::create(api, self.facts.agent, size, &self.health) {
+            match AqlQueue::create(api, self.facts.agent(), size, &self.health) {
                 Ok(queue) => queues.push(Arc::new(queue)),
                 Err(e) => {
                     for queue in queues {
@@ -179,8 +200,8 @@ impl AmdDevice {
         *lock(&self.ready) = Some(Arc::new(Ready {
             queues,
             signals,
-            kernargs: HostBuffers::new(api, host.kernargs, self.facts.agent),
-            staging: HostBuffers::new(api, host.fine, self.facts.agent),
+            kernargs: HostBuffers::new(api, host.kernargs, self.facts.agent()),
+            staging: HostBuffers::new(api, host.fine, self.facts.agent()),
         }));
         Ok(())
     }

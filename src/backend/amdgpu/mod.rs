@@ -27,6 +27,7 @@ pub mod sys;
 mod tests;
 
 use std::ffi::{c_void, CStr};
+use std::sync::Mutex;
 
 use self::code_object::TargetId;
 use self::device::{AgentFacts, AmdDevice, HostPools};
@@ -41,6 +42,7 @@ use super::{
 use crate::backend::gpu::library::OpenError;
 use crate::util::config::{BackendKind, Config};
 use crate::util::error::{Error, Result};
+use crate::util::sync::lock;
 
 /// The runtime's file names tried in turn: the soname the runtime package installs, then the
 /// unversioned name that only its development package provides (and the stock plugin opens).
@@ -57,12 +59,21 @@ pub struct AmdgpuBackend {
     api: Api,
     config: Config,
     reason: String,
-    host: HostPools,
+    /// Whether the runtime is initialised, and its handles.
+    runtime: Mutex<RuntimeState>,
     devices: Vec<AmdDevice>,
-    /// Every GPU agent, for access to host memory.
-    gpu_agents: Vec<HsaAgent>,
     /// Host ranges the devices reach directly.
     direct: DirectRanges,
+}
+
+/// The runtime's initialisation and the handles that change when it is started again.
+struct RuntimeState {
+    /// Whether `hsa_init` is in force (the backend shuts the runtime down at teardown).
+    started: bool,
+    /// The host's pools.
+    host: HostPools,
+    /// Every GPU agent, for access to host memory.
+    gpu_agents: Vec<HsaAgent>,
 }
 
 /// A loaded code object.
@@ -142,31 +153,9 @@ impl AmdgpuBackend {
     }
 
     fn discover(api: Api, config: &Config) -> Result<AmdgpuBackend> {
-        let agents = api.agents()?;
-        let mut host_pools = Vec::new();
-        for cpu in agents.iter().filter(|a| a.device_type == sys::device_type::CPU) {
-            host_pools.extend(api.pools(cpu.agent)?);
-        }
-        let gpus: Vec<_> = agents.into_iter().filter(runtime::is_gpu).collect();
-        if gpus.is_empty() {
-            return Err(Error::Unsupported(format!(
-                "the HSA runtime {} found no GPU agent; reporting 0 devices",
-                api.library()
-            )));
-        }
-        let host = HostPools::choose(&host_pools)?;
-        let devices = gpus
-            .into_iter()
-            .map(|gpu| AgentFacts::read(api, gpu.agent, gpu.name).map(AmdDevice::new))
-            .collect::<Result<Vec<_>>>()?;
-        let sink = Box::leak(Box::new(FaultSink {
-            devices: devices
-                .iter()
-                .map(|d| (d.facts.agent, std::sync::Arc::clone(&d.health)))
-                .collect(),
-        }));
-        // SAFETY: `sink` is leaked, so it lives as long as the runtime may call the handler.
-        unsafe { api.on_system_event(on_system_event, (sink as *mut FaultSink).cast()) }?;
+        let (host, gpus) = AmdgpuBackend::agents(api)?;
+        let devices: Vec<AmdDevice> = gpus.into_iter().map(AmdDevice::new).collect();
+        AmdgpuBackend::watch_faults(api, &devices)?;
         let reason = format!(
             "{} AMD GPU(s) ({}) found by {}",
             devices.len(),
@@ -181,11 +170,92 @@ impl AmdgpuBackend {
             api,
             config: config.clone(),
             reason,
-            host,
-            gpu_agents: devices.iter().map(|d| d.facts.agent).collect(),
+            runtime: Mutex::new(RuntimeState {
+                started: true,
+                host,
+                gpu_agents: devices.iter().map(|d| d.facts.agent()).collect(),
+            }),
             devices,
             direct: DirectRanges::default(),
         })
+    }
+
+    /// The host's pools and what the plugin reads of every GPU agent, from an initialised runtime.
+    fn agents(api: Api) -> Result<(HostPools, Vec<AgentFacts>)> {
+        let agents = api.agents()?;
+        let mut host_pools = Vec::new();
+        for cpu in agents.iter().filter(|a| a.device_type == sys::device_type::CPU) {
+            host_pools.extend(api.pools(cpu.agent)?);
+        }
+        let gpus: Vec<_> = agents.into_iter().filter(runtime::is_gpu).collect();
+        if gpus.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "the HSA runtime {} found no GPU agent; reporting 0 devices",
+                api.library()
+            )));
+        }
+        let host = HostPools::choose(&host_pools)?;
+        let gpus = gpus
+            .into_iter()
+            .map(|gpu| AgentFacts::read(api, gpu.agent, gpu.name))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((host, gpus))
+    }
+
+    /// Sends the runtime's memory-fault events to the devices' health.
+    fn watch_faults(api: Api, devices: &[AmdDevice]) -> Result<()> {
+        let sink = Box::leak(Box::new(FaultSink {
+            devices: devices
+                .iter()
+                .map(|d| (d.facts.agent(), std::sync::Arc::clone(&d.health)))
+                .collect(),
+        }));
+        // SAFETY: `sink` is leaked, so it lives as long as the runtime may call the handler.
+        unsafe { api.on_system_event(on_system_event, (sink as *mut FaultSink).cast()) }
+    }
+
+    /// Starts the runtime again after [`Backend::release`] shut it down, and finds the same GPUs in
+    /// it: their handles change, the GPUs must not.
+    fn restart(&self, state: &mut RuntimeState) -> Result<()> {
+        self.api.init()?;
+        let found = AmdgpuBackend::agents(self.api).and_then(|(host, gpus)| {
+            let same = gpus.len() == self.devices.len()
+                && gpus
+                    .iter()
+                    .zip(&self.devices)
+                    .all(|(fresh, device)| fresh.name == device.facts.name && fresh.target == device.facts.target);
+            if !same {
+                return Err(Error::Unsupported(
+                    "the HSA runtime shows other GPUs after it was shut down and started again".into(),
+                ));
+            }
+            for (fresh, device) in gpus.iter().zip(&self.devices) {
+                device.facts.rebind(fresh);
+            }
+            AmdgpuBackend::watch_faults(self.api, &self.devices)?;
+            Ok(host)
+        });
+        match found {
+            Ok(host) => {
+                state.started = true;
+                state.host = host;
+                state.gpu_agents = self.devices.iter().map(|d| d.facts.agent()).collect();
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.api.shut_down();
+                Err(e)
+            }
+        }
+    }
+
+    /// The host's pools and every GPU agent, starting the runtime again if it was shut down.
+    fn started(&self) -> Result<(HostPools, Vec<HsaAgent>)> {
+        let mut state = lock(&self.runtime);
+        if !state.started {
+            self.restart(&mut state)?;
+        }
+        Ok((state.host, state.gpu_agents.clone()))
     }
 
     /// Whether the images's target (the arch string when libomptarget has one, else its header) runs
@@ -240,7 +310,8 @@ impl Backend for AmdgpuBackend {
 
     fn init_device(&self, device: usize) -> Result<DeviceLimits> {
         let amd = &self.devices[device];
-        amd.init(self.api, self.host, &self.config.amdgpu)?;
+        let (host, _) = self.started()?;
+        amd.init(self.api, host, &self.config.amdgpu)?;
         let facts = &amd.facts;
         Ok(DeviceLimits {
             lane_size: facts.wavefront_size,
@@ -262,6 +333,17 @@ impl Backend for AmdgpuBackend {
 
     fn deinit_device(&self, device: usize) -> Result<()> {
         self.devices[device].release()
+    }
+
+    /// `hsa_shut_down`, as the stock plugin does at teardown; the next `init_device` starts the
+    /// runtime again.
+    fn release(&self) -> Result<()> {
+        let mut state = lock(&self.runtime);
+        if !state.started {
+            return Ok(());
+        }
+        state.started = false;
+        self.api.shut_down()
     }
 
     fn load_module(&self, device: usize, image: &[u8]) -> Result<AmdModule> {
@@ -287,7 +369,7 @@ impl Backend for AmdgpuBackend {
             )));
         }
         let image = image.to_vec();
-        let (executable, reader) = self.api.load_executable(amd.facts.agent, &image)?;
+        let (executable, reader) = self.api.load_executable(amd.facts.agent(), &image)?;
         Ok(AmdModule {
             executable,
             reader,
@@ -306,7 +388,7 @@ impl Backend for AmdgpuBackend {
         let descriptor = std::ffi::CString::new(descriptor).map_err(|_| missing(name))?;
         let symbol = self
             .api
-            .symbol(module.executable, self.devices[device].facts.agent, &descriptor)?
+            .symbol(module.executable, self.devices[device].facts.agent(), &descriptor)?
             .ok_or_else(|| missing(name))?;
         if self.api.symbol_kind(symbol)? != sys::symbol_kind::KERNEL {
             return Err(missing(name));
@@ -322,7 +404,7 @@ impl Backend for AmdgpuBackend {
     fn global(&self, device: usize, module: &AmdModule, name: &CStr) -> Result<GlobalSymbol> {
         let symbol = self
             .api
-            .symbol(module.executable, self.devices[device].facts.agent, name)?
+            .symbol(module.executable, self.devices[device].facts.agent(), name)?
             .ok_or_else(|| missing(name))?;
         if self.api.symbol_kind(symbol)? != sys::symbol_kind::VARIABLE {
             return Err(missing(name));
@@ -337,11 +419,12 @@ impl Backend for AmdgpuBackend {
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void> {
         let amd = &self.devices[device];
         match kind {
-            AllocKind::Device | AllocKind::Default => self.api.pool_allocate(amd.facts.device_pool, size),
+            AllocKind::Device | AllocKind::Default => self.api.pool_allocate(amd.facts.device_pool(), size),
             AllocKind::Host => {
-                let ptr = self.api.pool_allocate(self.host.fine, size)?;
+                let (host, gpu_agents) = self.started()?;
+                let ptr = self.api.pool_allocate(host.fine, size)?;
                 // SAFETY: just allocated from a pool.
-                if let Err(e) = unsafe { self.api.allow_access(&self.gpu_agents, ptr) } {
+                if let Err(e) = unsafe { self.api.allow_access(&gpu_agents, ptr) } {
                     // SAFETY: just allocated and used by nothing.
                     let _ = unsafe { self.api.pool_free(ptr) };
                     return Err(e);
@@ -510,7 +593,7 @@ impl Backend for AmdgpuBackend {
     fn native_device(&self, device: usize) -> NativeDevice {
         NativeDevice {
             context: std::ptr::null_mut(),
-            device: self.devices[device].facts.agent.handle as usize as *mut c_void,
+            device: self.devices[device].facts.agent().handle as usize as *mut c_void,
         }
     }
 

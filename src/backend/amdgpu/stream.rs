@@ -253,7 +253,7 @@ impl AmdStream {
         let deps: Vec<HsaSignal> = ready.iter().map(|s| s.raw()).collect();
         // SAFETY: `staging` is host-pool memory the device's agent may access, kept until the stream
         // is synchronised; `dst` per this function's contract.
-        let copied = unsafe { api.async_copy(dst, staging.ptr, size, device.facts.agent, &deps, signal.raw()) };
+        let copied = unsafe { api.async_copy(dst, staging.ptr, size, device.facts.agent(), &deps, signal.raw()) };
         state.kept.push(Kept::Staging(staging));
         copied?;
         state.follow(signal);
@@ -289,7 +289,7 @@ impl AmdStream {
         let arrived = self.ready.signals.take()?;
         // SAFETY: `staging` is host-pool memory the device's agent may access, kept until the stream
         // is synchronised; `src` per this function's contract.
-        if let Err(e) = unsafe { api.async_copy(staging.ptr, src, size, device.facts.agent, &deps, arrived.raw()) } {
+        if let Err(e) = unsafe { api.async_copy(staging.ptr, src, size, device.facts.agent(), &deps, arrived.raw()) } {
             self.ready.staging.give_back(staging);
             return Err(e);
         }
@@ -330,7 +330,7 @@ impl AmdStream {
         // SAFETY: per this function's contract.
         unsafe {
             self.api()
-                .async_copy(dst, src, size, device.facts.agent, &deps, signal.raw())
+                .async_copy(dst, src, size, device.facts.agent(), &deps, signal.raw())
         }?;
         state.follow(signal);
         Ok(())
@@ -358,7 +358,7 @@ impl AmdStream {
         let copied = (|| {
             let signal = self.ready.signals.take()?;
             // SAFETY: both ends are reached by the device (device memory, pinned host memory).
-            unsafe { api.async_copy(dst, src, size, device.facts.agent, &[], signal.raw()) }?;
+            unsafe { api.async_copy(dst, src, size, device.facts.agent(), &[], signal.raw()) }?;
             signal.wait(&device.health)
         })();
         // SAFETY: locked above; the copy has finished (or failed to start) and uses it no more.

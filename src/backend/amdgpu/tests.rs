@@ -419,3 +419,49 @@ fn the_amdgpu_settings_take_effect() {
     core.free(0, device as usize).unwrap();
     tear_down(&*core);
 }
+
+#[test]
+fn teardown_shuts_the_runtime_down_and_a_later_library_starts_it_again() {
+    let _serial = serial();
+    let (core, _, spmd, _) = loaded_on(MI250, "gfx90a", &[]);
+    core.register_library();
+    assert!(core.deinit().unwrap(), "the last library: teardown");
+    assert_eq!(
+        simulated::world().as_ref().unwrap().initialized,
+        0,
+        "hsa_shut_down balanced hsa_init, as the stock plugin does at teardown"
+    );
+    assert_eq!(simulated::calls("hsa_shut_down"), 1);
+    // A library registered after teardown: the next use starts the runtime again and runs.
+    core.init_device(0).unwrap();
+    assert_eq!(simulated::world().as_ref().unwrap().initialized, 1);
+    let image = code_object("gfx90a");
+    let (entries, _, _) = entries_of(&image);
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&ran);
+    simulated::register_kernel(
+        &spmd,
+        Arc::new(move |args: &[u64]| {
+            record.lock().unwrap().extend_from_slice(args);
+            Ok(())
+        }),
+    );
+    let counter_again = loaded.addresses[2];
+    // SAFETY: the simulated kernel only records its argument.
+    unsafe {
+        core.launch(
+            0,
+            loaded.addresses[0],
+            &[counter_again as *mut c_void],
+            &LaunchRequest::default(),
+            None,
+        )
+    }
+    .unwrap();
+    assert_eq!(*ran.lock().unwrap(), vec![counter_again as u64]);
+    let host = core.alloc(0, 64, AllocKind::Host).unwrap();
+    core.free(0, host as usize).unwrap();
+    tear_down(&*core);
+    assert_eq!(simulated::world().as_ref().unwrap().initialized, 0);
+}
