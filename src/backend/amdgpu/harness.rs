@@ -1,5 +1,6 @@
 //! The backend test suite's harness for the AMDGPU backend over the simulated HSA runtime, with the
-//! real code object `tests/data/amdgpu/cuda_module-gfx90a.hsaco` as its program.
+//! real code object `tests/data/amdgpu/cuda_module-<target>.hsaco` as its program: on MI250s (gfx90a,
+//! wave64) and on RX 6900s (gfx1030, wave32).
 //!
 //! Where the AMDGPU backend differs from CUDA's by design, the harness says so and the suite checks
 //! that instead: streams and events are the plugin's own (no driver call makes or destroys one; the
@@ -54,13 +55,42 @@ const CALLS: [(&str, Op); 25] = [
     ("hsa_amd_memory_unlock", Op::Unpin),
 ];
 
-/// The AMDGPU backend on simulated MI250s; it holds the simulated runtime (one test at a time).
-pub(crate) struct AmdgpuHarness {
-    core: Box<dyn PluginApi>,
-    _serial: MutexGuard<'static, ()>,
+/// A Radeon RX 6900's GPU: gfx1030, 40 compute units, 32-lane wavefronts (wave32).
+pub(super) const RX6900: SimAgent = SimAgent {
+    name: "gfx1030",
+    compute_units: 40,
+    wavefront_size: 32,
+};
+
+/// The GPU a harness simulates, and the code object built for it.
+pub(crate) trait SimulatedGpu {
+    /// The agent.
+    const AGENT: SimAgent;
 }
 
-impl AmdgpuHarness {
+/// MI250s (wavefronts of 64).
+pub(crate) struct Mi250;
+
+impl SimulatedGpu for Mi250 {
+    const AGENT: SimAgent = MI250;
+}
+
+/// RX 6900s (wavefronts of 32).
+pub(crate) struct Rx6900;
+
+impl SimulatedGpu for Rx6900 {
+    const AGENT: SimAgent = RX6900;
+}
+
+/// The AMDGPU backend on simulated GPUs of one kind; it holds the simulated runtime (one test at a
+/// time).
+pub(crate) struct AmdgpuHarness<G: SimulatedGpu = Mi250> {
+    core: Box<dyn PluginApi>,
+    _serial: MutexGuard<'static, ()>,
+    _gpu: std::marker::PhantomData<G>,
+}
+
+impl<G: SimulatedGpu> AmdgpuHarness<G> {
     /// The operation of the `index`th logged call, `call`.
     fn op_of(world: &simulated::World, index: usize, call: &str) -> Op {
         match call {
@@ -88,12 +118,13 @@ impl AmdgpuHarness {
     }
 }
 
-impl Harness for AmdgpuHarness {
+impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
     fn start(devices: usize, settings: &[(&str, &str)]) -> Self {
         let serial = serial();
         AmdgpuHarness {
-            core: core_on(&vec![MI250; devices], settings),
+            core: core_on(&vec![G::AGENT; devices], settings),
             _serial: serial,
+            _gpu: std::marker::PhantomData,
         }
     }
 
@@ -102,7 +133,7 @@ impl Harness for AmdgpuHarness {
     }
 
     fn program(&self) -> TestProgram {
-        let image = code_object("gfx90a");
+        let image = code_object(G::AGENT.name);
         let (entries, spmd_name, generic_name) = entries_of(&image);
         TestProgram {
             image,
@@ -120,7 +151,7 @@ impl Harness for AmdgpuHarness {
 
     fn default_geometry(&self) -> (u32, u32) {
         // LLVM 16's defaults for AMDGPU: 256 work-items, compute units × TEAMS_PER_CU (4) work-groups.
-        (256, MI250.compute_units * 4)
+        (256, G::AGENT.compute_units * 4)
     }
 
     fn device_memory(&self) -> u64 {
@@ -142,7 +173,7 @@ impl Harness for AmdgpuHarness {
             .log
             .iter()
             .enumerate()
-            .map(|(i, call)| AmdgpuHarness::op_of(world, i, call))
+            .map(|(i, call)| Self::op_of(world, i, call))
             .collect()
     }
 
@@ -258,7 +289,7 @@ impl Harness for AmdgpuHarness {
     }
 
     fn lane_size(&self) -> u32 {
-        MI250.wavefront_size
+        G::AGENT.wavefront_size
     }
 
     fn device_owns_host_buffers() -> bool {
@@ -279,7 +310,7 @@ impl Harness for AmdgpuHarness {
     }
 }
 
-impl Drop for AmdgpuHarness {
+impl<G: SimulatedGpu> Drop for AmdgpuHarness<G> {
     /// Kernel bodies hold what their tests captured; they go with the test, even one that failed, and
     /// held work is let go so that nothing waits for ever.
     fn drop(&mut self) {

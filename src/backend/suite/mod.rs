@@ -1199,4 +1199,11 @@ macro_rules! backend_suite {
 // The harnesses, each beside the backend it drives; `suite::<name>::` runs the suite on one.
 crate::backend_suite!(cuda, crate::backend::cuda::harness::CudaHarness);
 crate::backend_suite!(fake, crate::plugin::tests::FakeHarness);
-crate::backend_suite!(amdgpu, crate::backend::amdgpu::harness::AmdgpuHarness);
+crate::backend_suite!(
+    amdgpu,
+    crate::backend::amdgpu::harness::AmdgpuHarness<crate::backend::amdgpu::harness::Mi250>
+);
+crate::backend_suite!(
+    amdgpu_wave32,
+    crate::backend::amdgpu::harness::AmdgpuHarness<crate::backend::amdgpu::harness::Rx6900>
+);
