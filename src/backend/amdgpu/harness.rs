@@ -170,6 +170,7 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
         let world = simulated::world();
         let world = world.as_ref().unwrap();
         world
+            .record
             .log
             .iter()
             .enumerate()

@@ -27,6 +27,7 @@ use super::sys::{
     HsaSignalValue, HsaStatus, IsaCallback, KernelDispatchPacket, MemoryPoolCallback, PointerInfo, PointerInfoAlloc,
     QueueErrorCallback, SignalHandler, SystemEventCallback, HSA_STATUS_SUCCESS,
 };
+use crate::backend::gpu::sim_calls::CallRecord;
 use crate::util::elf;
 
 /// A kernel's behaviour: called with the values of its explicit arguments (the first
@@ -290,11 +291,8 @@ pub struct World {
     init_status: HsaStatus,
     /// `hsa_init` calls not yet matched by `hsa_shut_down`.
     pub initialized: u32,
-    /// Calls per entry point.
-    pub calls: HashMap<&'static str, usize>,
-    /// Entry points in the order they were called.
-    pub log: Vec<&'static str>,
-    fail: Option<(&'static str, HsaStatus)>,
+    /// Calls per entry point, in order, and the one armed to fail.
+    pub record: CallRecord<HsaStatus>,
     pools: HashMap<u64, Pool>,
     isas: HashMap<u64, String>,
     memory: HashMap<usize, Block>,
@@ -446,9 +444,7 @@ impl World {
             agents: Vec::new(),
             init_status,
             initialized: 0,
-            calls: HashMap::new(),
-            log: Vec::new(),
-            fail: None,
+            record: CallRecord::default(),
             pools: HashMap::new(),
             isas: HashMap::new(),
             memory: HashMap::new(),
@@ -513,15 +509,7 @@ impl World {
 
     /// Counts a call and fails it when armed.
     fn enter(&mut self, call: &'static str) -> Result<(), HsaStatus> {
-        *self.calls.entry(call).or_default() += 1;
-        self.log.push(call);
-        match self.fail {
-            Some((armed, status)) if armed == call => {
-                self.fail = None;
-                Err(status)
-            }
-            _ => Ok(()),
-        }
+        self.record.enter(call)
     }
 
     /// Records which pool the call just logged was about.
@@ -531,7 +519,7 @@ impl World {
             PoolKind::HostKernarg => PoolUse::Kernarg,
             _ => PoolUse::Device,
         };
-        self.pool_calls.insert(self.log.len() - 1, used);
+        self.pool_calls.insert(self.record.log.len() - 1, used);
     }
 
     fn note(&mut self, what: String) {
@@ -636,7 +624,7 @@ pub fn reset(gpus: &[SimAgent], init_status: HsaStatus) {
 pub fn fail_next(call: &'static str, status: HsaStatus) {
     assert!(CALLS.contains(&call), "{call} is not an entry point of sys::Functions");
     assert!(!NO_STATUS.contains(&call), "{call} returns no status and cannot fail");
-    with(|w| w.fail = Some((call, status)));
+    with(|w| w.record.arm(call, status));
 }
 
 /// Runs `body` for every dispatch of the kernel named `name` (its descriptor's name, with or without
@@ -716,7 +704,7 @@ pub fn copies() -> Vec<AsyncCopy> {
 
 /// Calls of entry point `name` so far.
 pub fn calls(name: &str) -> usize {
-    with(|w| w.calls.get(name).copied().unwrap_or(0))
+    with(|w| w.record.count(name))
 }
 
 /// Misuse noted so far (see [`World::misuse`]).
@@ -1408,7 +1396,7 @@ unsafe extern "C" fn hsa_amd_memory_async_copy(
             (true, true) => CopyKind::DeviceToDevice,
             (false, false) => CopyKind::HostToHost,
         };
-        w.copy_calls.insert(w.log.len() - 1, kind);
+        w.copy_calls.insert(w.record.log.len() - 1, kind);
         w.copies.push(AsyncCopy {
             dst: dst as usize,
             src: src as usize,
@@ -3780,7 +3768,7 @@ mod tests {
             assert_eq!((f().hsa_shut_down)(), 0);
         }
         assert_eq!(free(ptr), 0);
-        let log = with(|w| w.log.clone());
+        let log = with(|w| w.record.log.clone());
         assert_eq!(log[0], "hsa_init");
         assert!(log.ends_with(&["hsa_init", "hsa_init", "hsa_shut_down", "hsa_amd_memory_pool_free"]));
         let refused = std::panic::catch_unwind(|| fail_next("hsa_signal_load_relaxed", sys::HSA_STATUS_ERROR));

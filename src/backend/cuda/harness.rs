@@ -154,6 +154,7 @@ impl Harness for CudaHarness {
         world
             .as_ref()
             .unwrap()
+            .record
             .log
             .iter()
             .map(|&call| match call {
@@ -168,6 +169,7 @@ impl Harness for CudaHarness {
         simulated::world()
             .as_ref()
             .unwrap()
+            .record
             .calls
             .get(call)
             .copied()

@@ -10,6 +10,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::sys::{self, CuDevice, CuDevicePtr, CuHandle, CuResult, Driver, Functions};
+use crate::backend::gpu::sim_calls::CallRecord;
 use crate::util::elf;
 
 /// A kernel's behaviour: called with the values of its arguments.
@@ -59,11 +60,8 @@ pub struct World {
     /// `cuInit`'s answer.
     init_result: CuResult,
     next_handle: usize,
-    /// Calls per entry point.
-    pub calls: HashMap<&'static str, usize>,
-    /// Entry points in the order they were called.
-    pub log: Vec<&'static str>,
-    fail: Option<(&'static str, CuResult)>,
+    /// Calls per entry point, in order, and the one armed to fail.
+    pub record: CallRecord<CuResult>,
     retained: HashMap<CuDevice, usize>,
     contexts: HashMap<usize, CuDevice>,
     /// Device, managed and pinned host allocations: address → size.
@@ -118,7 +116,7 @@ pub fn reset(gpus: &[SimGpu], init_result: CuResult) {
 
 /// The next call of `call` fails with `code` (once).
 pub fn fail_next(call: &'static str, code: CuResult) {
-    with(|w| w.fail = Some((call, code)));
+    with(|w| w.record.arm(call, code));
 }
 
 /// Runs `body` for every launch of a kernel named `name`, with its first `args` argument values.
@@ -159,8 +157,7 @@ const MEMORY_CALLS: [&str; 5] = [
 /// call (so while that kernel is in flight) is recorded in `violations` and fails: on a real GPU it can
 /// deadlock.
 fn enter(w: &mut World, call: &'static str) -> Result<(), CuResult> {
-    *w.calls.entry(call).or_default() += 1;
-    w.log.push(call);
+    let armed = w.record.enter(call);
     #[cfg(feature = "rpc")]
     if MEMORY_CALLS.contains(&call) && crate::rpc::server::this_thread_is_serving() {
         w.violations.push(format!(
@@ -168,13 +165,7 @@ fn enter(w: &mut World, call: &'static str) -> Result<(), CuResult> {
         ));
         return Err(sys::CUDA_ERROR_UNKNOWN);
     }
-    match w.fail {
-        Some((armed, code)) if armed == call => {
-            w.fail = None;
-            Err(code)
-        }
-        _ => Ok(()),
-    }
+    armed
 }
 
 fn handle(w: &mut World) -> usize {

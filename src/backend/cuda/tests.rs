@@ -243,7 +243,7 @@ fn a_locked_range_is_handed_over_at_the_devices_address() {
         "the driver's address for the range"
     );
     assert_eq!(
-        simulated::world().as_ref().unwrap().calls["cuMemHostGetDevicePointer_v2"],
+        simulated::world().as_ref().unwrap().record.calls["cuMemHostGetDevicePointer_v2"],
         1
     );
     core.unlock_host(0, ptr).unwrap();
@@ -275,7 +275,12 @@ fn confidential_computing_refuses_host_services() {
         "no ports: the device's calls fail as with no server"
     );
     assert_eq!(
-        simulated::world().as_ref().unwrap().calls.get("cuMemAllocHost_v2"),
+        simulated::world()
+            .as_ref()
+            .unwrap()
+            .record
+            .calls
+            .get("cuMemAllocHost_v2"),
         None,
         "no mailbox was made"
     );

@@ -1,12 +1,15 @@
 //! What the GPU backends share and no CPU backend needs: opening a driver library and resolving its
 //! entry points ([`library`]), driver handles released exactly once ([`owned`]), the per-device
 //! caches of peer access ([`peers`]) and of host ranges a device pinned itself ([`pinned`]), and the
-//! default number of RPC ports. `cuda/` and `amdgpu/` keep only their driver's calls.
+//! default number of RPC ports, and, for the tests, what a simulated driver records of its calls
+//! ([`sim_calls`]). `cuda/` and `amdgpu/` keep only their driver's calls.
 
 pub mod library;
 pub mod owned;
 pub mod peers;
 pub mod pinned;
+#[cfg(test)]
+pub(crate) mod sim_calls;
 
 /// RPC ports when `OMPRPC_RPC_PORTS` does not say: eight per multiprocessor or compute unit (a warp or
 /// wavefront waiting on a port in each of a quarter of its schedulers' slots), within 64 to 1024. The
