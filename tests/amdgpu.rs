@@ -149,3 +149,88 @@ fn an_amdgpu_program_falls_back_to_the_host_as_with_the_stock_plugins() {
         );
     }
 }
+
+/// Loaded as the AMDGPU plugin with the real HSA runtime and no GPU, every entry point answers cleanly:
+/// no devices, AMDGPU images (whole, truncated, corrupted) judged without a device, and device calls
+/// refused with one line each.
+#[test]
+fn every_entry_point_fails_cleanly_without_a_gpu() {
+    use std::ffi::{c_void, CStr};
+    use std::ptr::null_mut;
+    use support::abi::*;
+
+    // The runtime's own dependencies are not installed here: load them first by path, so that the
+    // runtime finds them by soname when the plugin opens it.
+    let dir = support::real_libhsa_dir();
+    for dependency in [
+        "libnuma.so.1",
+        "libdrm.so.2",
+        "libdrm_amdgpu.so.1",
+        "libelf.so.1",
+        "libhsakmt.so.1",
+    ] {
+        // SAFETY: loading Debian's system libraries runs their initialisers, which have no
+        // preconditions; they stay loaded for the test process's life.
+        let library = unsafe {
+            libloading::os::unix::Library::open(Some(dir.join(dependency)), libc::RTLD_NOW | libc::RTLD_GLOBAL)
+        }
+        .unwrap_or_else(|e| panic!("{dependency}: {e}"));
+        std::mem::forget(library);
+    }
+    std::env::set_var("OMPRPC_HSA_LIBRARY", dir.join("libhsa-runtime64.so.1"));
+    std::env::remove_var("LIBOMPTARGET_INFO");
+    let api = open(&plugin_dir_as(AMDGPU_PLUGIN).join(AMDGPU_PLUGIN));
+    let exe = support::build_gpu_program("target_basic.c", Gpu::Amdgcn("gfx90a"));
+    let code_object = support::extract_image(&exe, Gpu::Amdgcn("gfx90a"));
+    // SAFETY (whole test): every call passes arguments of the documented C types.
+    unsafe {
+        assert_eq!(expect_silence(|| (api.init_plugin)()), 0);
+        assert_eq!((api.number_of_devices)(), 0);
+        let image = image_of(&code_object, &[]);
+        assert_eq!(expect_silence(|| (api.is_valid_binary)(&image)), 0, "no device runs it");
+        for len in [0, 63, 64, 4096, code_object.len() / 2] {
+            let cut = image_of(&code_object[..len], &[]);
+            assert_eq!(expect_silence(|| (api.is_valid_binary)(&cut)), 0, "{len} bytes");
+        }
+        let mut corrupt = code_object.clone();
+        corrupt[48..52].copy_from_slice(&0xffu32.to_le_bytes());
+        let corrupt = image_of(&corrupt, &[]);
+        assert_eq!(expect_silence(|| (api.is_valid_binary)(&corrupt)), 0);
+        assert_eq!(
+            expect_error(
+                "the AMDGPU backend has no devices (HSA error in hsa_init: HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)",
+                || (api.init_device)(0)
+            ),
+            -1
+        );
+        assert!(expect_error("the AMDGPU backend has no devices", || (api.data_alloc)(
+            0,
+            64,
+            null_mut(),
+            0
+        ))
+        .is_null());
+        let mut x = 0u64;
+        let p = (&mut x as *mut u64).cast::<c_void>();
+        assert_eq!(
+            expect_error("the AMDGPU backend has no devices", || (api.data_submit)(0, p, p, 8)),
+            -1
+        );
+        let mut info = AsyncInfo { queue: null_mut() };
+        assert_eq!(
+            expect_error("the AMDGPU backend has no devices", || (api.synchronize)(0, &mut info)),
+            -1
+        );
+        let mut locked = null_mut();
+        assert_eq!(
+            expect_error("the AMDGPU backend has no devices", || (api.data_lock)(
+                0,
+                p,
+                8,
+                &mut locked
+            )),
+            -1
+        );
+        assert!(!CStr::from_ptr((api.version)()).to_bytes().is_empty());
+    }
+}
