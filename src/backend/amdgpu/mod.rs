@@ -420,7 +420,9 @@ impl Backend for AmdgpuBackend {
         let amd = &self.devices[device];
         match kind {
             AllocKind::Device | AllocKind::Default => self.api.pool_allocate(amd.facts.device_pool(), size),
-            AllocKind::Host => {
+            // Shared memory is host memory every GPU may access, at the same address on both sides
+            // (the stock plugin of LLVM 16 refuses shared allocations).
+            AllocKind::Host | AllocKind::Shared => {
                 let (host, gpu_agents) = self.started()?;
                 let ptr = self.api.pool_allocate(host.fine, size)?;
                 // SAFETY: just allocated from a pool.
@@ -432,15 +434,11 @@ impl Backend for AmdgpuBackend {
                 self.direct.add_allocation(ptr, size);
                 Ok(ptr)
             }
-            AllocKind::Shared => Err(Error::Unsupported(
-                "shared (managed) memory is not available on AMD GPUs in this version, as with the stock                  plugin; use device or host memory"
-                    .into(),
-            )),
         }
     }
 
     unsafe fn free(&self, _device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
-        if kind == AllocKind::Host {
+        if matches!(kind, AllocKind::Host | AllocKind::Shared) {
             self.direct.remove_allocation(ptr);
         }
         // SAFETY: per this function's contract, `ptr` came from `alloc`, which allocates from pools.

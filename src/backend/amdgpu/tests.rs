@@ -465,3 +465,32 @@ fn teardown_shuts_the_runtime_down_and_a_later_library_starts_it_again() {
     tear_down(&*core);
     assert_eq!(simulated::world().as_ref().unwrap().initialized, 0);
 }
+
+#[test]
+fn shared_memory_is_host_memory_every_gpu_reaches_at_the_same_address() {
+    let _serial = serial();
+    let core = core_on(&[MI250, MI250], &[]);
+    core.init_device(0).unwrap();
+    core.init_device(1).unwrap();
+    let shared = core.alloc(0, 256, AllocKind::Shared).unwrap();
+    // SAFETY: a 256-byte shared allocation, host-writable.
+    unsafe { std::ptr::write_bytes(shared.cast::<u8>(), 7, 256) };
+    let allowed = simulated::allowed_agents(shared).expect("access was granted");
+    let agents = simulated::agents();
+    assert!(
+        agents[1..].iter().all(|gpu| allowed.contains(gpu)),
+        "every GPU may access it: {allowed:?}"
+    );
+    // A copy from it goes to the device directly, without staging.
+    let device = core.alloc(0, 256, AllocKind::Device).unwrap();
+    let staged_before = simulated::copies().len();
+    // SAFETY: 256 bytes each; a synchronous copy.
+    unsafe { core.submit(0, device, shared, 256, None) }.unwrap();
+    let copies = simulated::copies();
+    assert_eq!(copies.len(), staged_before + 1, "one copy, no staging");
+    assert_eq!(copies.last().unwrap().src, shared as usize);
+    assert_eq!(read::<[u8; 256]>(device as usize), [7; 256]);
+    core.free(0, device as usize).unwrap();
+    core.free(0, shared as usize).unwrap();
+    tear_down(&*core);
+}
