@@ -89,7 +89,8 @@ impl TargetId {
             .map(|rest| rest.trim_start_matches('-'))
             .unwrap_or(text);
         let (processor, features) = text.split_once(':').unwrap_or((text, ""));
-        if processor.is_empty() {
+        // A processor is a name like "gfx90a"; anything else names no GPU.
+        if processor.is_empty() || !processor.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return None;
         }
         let feature = |name: &str| {
@@ -289,6 +290,8 @@ mod tests {
         assert_eq!(target("gfx90a:xnack+").to_string(), "gfx90a:xnack+");
         assert_eq!(TargetId::parse(""), None);
         assert_eq!(TargetId::parse(":xnack+"), None);
+        assert_eq!(TargetId::parse("amdgcn-amd-amdhsa--amdgcn-amd-amdhsa--gfx90a"), None);
+        assert_eq!(TargetId::parse("gfx 90a"), None);
     }
 
     #[test]
@@ -385,6 +388,14 @@ mod tests {
         assert_eq!(
             kernels_of(&metadata(vec![kernel(&missing)])).unwrap_err(),
             "kernel k: its metadata lacks .wavefront_size"
+        );
+        let mut newline = full_kernel();
+        newline[0].1 = Value::from("a\nb");
+        newline.retain(|(k, _)| *k != ".wavefront_size");
+        assert_eq!(
+            kernels_of(&metadata(vec![kernel(&newline)])).unwrap_err(),
+            "kernel a\\nb: its metadata lacks .wavefront_size",
+            "the image's name, escaped: one line"
         );
         let mut negative = full_kernel();
         negative[2].1 = Value::from(-8);

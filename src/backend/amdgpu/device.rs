@@ -8,6 +8,7 @@ use super::code_object::TargetId;
 use super::memory::HostBuffers;
 use super::queue::{AqlQueue, Health, SignalPool};
 use super::runtime::{Api, PoolSummary};
+use super::stream::Leftovers;
 use super::sys::{agent_info, pool_global_flag, segment, HsaAgent, HsaMemoryPool};
 use crate::util::config::AmdgpuSettings;
 use crate::util::error::{Error, Result};
@@ -158,6 +159,8 @@ pub struct AmdDevice {
     pub health: Arc<Health>,
     /// Its queues and pools while initialised.
     ready: Mutex<Option<Arc<Ready>>>,
+    /// What streams held when the device failed, released with the device.
+    pub leftovers: Mutex<Vec<Leftovers>>,
     next_queue: AtomicUsize,
 }
 
@@ -168,12 +171,15 @@ impl AmdDevice {
             facts,
             health: Arc::new(Health::default()),
             ready: Mutex::new(None),
+            leftovers: Mutex::new(Vec::new()),
             next_queue: AtomicUsize::new(0),
         }
     }
 
-    /// Creates the queues, signals and buffer caches.
+    /// Creates the queues, signals and buffer caches. A failure of an earlier use is forgotten: the
+    /// queues it broke were destroyed with it.
     pub fn init(&self, api: Api, host: HostPools, settings: &AmdgpuSettings) -> Result<()> {
+        self.health.reset();
         let count = settings.hsa_queues.min(self.facts.queues_max.max(1) as usize);
         let size = settings.hsa_queue_size.min(self.facts.queue_max_size.max(2) as usize);
         let mut queues = Vec::with_capacity(count);
@@ -188,7 +194,7 @@ impl AmdDevice {
                 }
             }
         }
-        let signals = match SignalPool::new(api, settings.initial_signals) {
+        let signals = match SignalPool::new(api, settings.initial_signals, &self.health) {
             Ok(signals) => signals,
             Err(e) => {
                 for queue in queues {
@@ -221,15 +227,32 @@ impl AmdDevice {
 
     /// Releases the queues, signals and buffers. The core destroyed every stream and event first
     /// (streams it still holds refuse work afterwards); every part is released even when one fails.
-    pub fn release(&self) -> Result<()> {
+    /// The queues go first, so that no kernel runs; then what failed streams left, once the copy
+    /// engine and the runtime's handler thread are done with it (what they never finish with stays
+    /// allocated, and is reported); then the buffers and signals.
+    pub fn release(&self, api: Api) -> Result<()> {
         let Some(ready) = lock(&self.ready).take() else {
             return Ok(());
         };
-        let mut result = ready.kernargs.free_all();
-        result = result.and(ready.staging.free_all());
+        let mut result = Ok(());
         for queue in &ready.queues {
             result = result.and(queue.destroy());
         }
+        let mut stuck = 0;
+        for leftovers in std::mem::take(&mut *lock(&self.leftovers)) {
+            let (left, released) = leftovers.settle(&ready, api);
+            stuck += left;
+            result = result.and(released);
+        }
+        if stuck > 0 {
+            crate::util::log::error(format_args!(
+                "AMD GPU {}: {stuck} buffer(s) or signal(s) of work that never finished after the device failed \
+                 are left allocated",
+                self.facts.name
+            ));
+        }
+        result = result.and(ready.kernargs.free_all());
+        result = result.and(ready.staging.free_all());
         result.and(ready.signals.destroy_all())
     }
 }

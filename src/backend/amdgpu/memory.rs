@@ -89,8 +89,10 @@ struct Range {
     len: usize,
     /// Where agents see its first byte.
     agent_ptr: usize,
-    /// Locks outstanding (0 for a pool allocation, which is not locked).
+    /// Locks outstanding.
     locks: usize,
+    /// Whether it is a host-pool allocation (reached directly without a lock, never unlocked).
+    allocation: bool,
 }
 
 /// Host ranges that are pinned (`hsa_amd_memory_lock`, for every agent) or were allocated from a
@@ -118,8 +120,14 @@ impl DirectRanges {
                 len,
                 agent_ptr: ptr as usize,
                 locks: 0,
+                allocation: true,
             },
         );
+    }
+
+    /// Forgets every range (the runtime was shut down, and its pins and pools with it).
+    pub fn clear(&self) {
+        lock(&self.ranges).clear();
     }
 
     /// Forgets a host-pool allocation.
@@ -137,7 +145,10 @@ impl DirectRanges {
     ) -> Result<*mut c_void> {
         let mut ranges = lock(&self.ranges);
         if let Some(range) = ranges.get_mut(&(ptr as usize)) {
-            range.locks += 1;
+            // A host-pool allocation needs no pin: it is reached directly, and stays so until freed.
+            if !range.allocation {
+                range.locks += 1;
+            }
             return Ok(range.agent_ptr as *mut c_void);
         }
         let agent_ptr = lock_range()?;
@@ -147,6 +158,7 @@ impl DirectRanges {
                 len,
                 agent_ptr: agent_ptr as usize,
                 locks: 1,
+                allocation: false,
             },
         );
         Ok(agent_ptr)

@@ -332,7 +332,7 @@ impl Backend for AmdgpuBackend {
     }
 
     fn deinit_device(&self, device: usize) -> Result<()> {
-        self.devices[device].release()
+        self.devices[device].release(self.api)
     }
 
     /// `hsa_shut_down`, as the stock plugin does at teardown; the next `init_device` starts the
@@ -343,6 +343,8 @@ impl Backend for AmdgpuBackend {
             return Ok(());
         }
         state.started = false;
+        // Pinned ranges and host allocations do not outlive the runtime.
+        self.direct.clear();
         self.api.shut_down()
     }
 
@@ -356,18 +358,8 @@ impl Backend for AmdgpuBackend {
                 read.target, amd.facts.target
             )));
         }
-        if let Some(kernel) = read
-            .kernels
-            .iter()
-            .find(|k| k.wavefront_size != amd.facts.wavefront_size)
-        {
-            return Err(Error::BadImage(format!(
-                "kernel {} was built for {}-lane wavefronts; this GPU runs {}",
-                kernel.name.escape_debug(),
-                kernel.wavefront_size,
-                amd.facts.wavefront_size
-            )));
-        }
+        // The kernels' wavefront size is not checked against the GPU's: RDNA parts (gfx10 and later)
+        // run wave64 kernels as well as wave32 ones, and the stock plugin loads either.
         let image = image.to_vec();
         let (executable, reader) = self.api.load_executable(amd.facts.agent(), &image)?;
         Ok(AmdModule {
@@ -524,9 +516,9 @@ impl Backend for AmdgpuBackend {
         Ok(AmdStream::new(device, amd, amd.ready(device)?))
     }
 
-    fn destroy_queue(&self, _device: usize, _queue: &AmdStream) -> Result<()> {
-        // A stream owns no runtime object of its own; what it kept was released when it went idle.
-        Ok(())
+    fn destroy_queue(&self, _device: usize, queue: &AmdStream) -> Result<()> {
+        // A stream owns no runtime object of its own, only what its operations kept.
+        queue.retire(self.stream_device(queue))
     }
 
     fn queue_handle(&self, queue: &AmdStream) -> *mut c_void {

@@ -30,6 +30,11 @@ impl Health {
         lock(&self.failure).get_or_insert(error);
     }
 
+    /// Forgets the recorded failure (the device is initialised again, with new queues).
+    pub fn reset(&self) {
+        lock(&self.failure).take();
+    }
+
     /// The recorded failure, if any.
     pub fn check(&self) -> Result<()> {
         match &*lock(&self.failure) {
@@ -61,6 +66,8 @@ pub unsafe extern "C" fn on_queue_error(status: HsaStatus, _queue: *mut HsaQueue
 /// on the host (a launch must not): a signal is free when the pool holds its only reference.
 pub struct SignalPool {
     api: Api,
+    /// The device's health, which waits on its signals watch (a wait from another device too).
+    health: Arc<Health>,
     all: Mutex<Signals>,
 }
 
@@ -72,9 +79,10 @@ struct Signals {
 
 impl SignalPool {
     /// A pool with `initial` signals made up front. Those made before a failure are destroyed.
-    pub fn new(api: Api, initial: usize) -> Result<Arc<SignalPool>> {
+    pub fn new(api: Api, initial: usize, health: &Arc<Health>) -> Result<Arc<SignalPool>> {
         let pool = Arc::new(SignalPool {
             api,
+            health: Arc::clone(health),
             all: Mutex::new(Signals {
                 signals: Vec::with_capacity(initial),
                 next: 0,
@@ -82,7 +90,11 @@ impl SignalPool {
         });
         for _ in 0..initial {
             match api.signal_create(0) {
-                Ok(raw) => lock(&pool.all).signals.push(Arc::new(Signal { raw, api })),
+                Ok(raw) => lock(&pool.all).signals.push(Arc::new(Signal {
+                    raw,
+                    api,
+                    health: Arc::clone(health),
+                })),
                 Err(e) => {
                     let _ = pool.destroy_all();
                     return Err(e);
@@ -115,6 +127,7 @@ impl SignalPool {
                 let signal = Arc::new(Signal {
                     raw: self.api.signal_create(1)?,
                     api: self.api,
+                    health: Arc::clone(&self.health),
                 });
                 all.signals.push(Arc::clone(&signal));
                 signal
@@ -145,6 +158,8 @@ impl SignalPool {
 pub struct Signal {
     raw: HsaSignal,
     api: Api,
+    /// The health of the device whose operation it marks.
+    health: Arc<Health>,
 }
 
 impl Signal {
@@ -158,12 +173,14 @@ impl Signal {
         self.api.signal_load(self.raw) == 0
     }
 
-    /// Waits until the operation it marks has finished, or the device has failed.
+    /// Waits until the operation it marks has finished, or its device or the waiting one (`health`)
+    /// has failed.
     pub fn wait(&self, health: &Health) -> Result<()> {
         loop {
             if self.api.signal_wait_zero(self.raw, WAIT_SLICE_NS) == 0 {
                 return Ok(());
             }
+            self.health.check()?;
             health.check()?;
         }
     }

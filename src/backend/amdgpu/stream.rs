@@ -25,14 +25,100 @@ use crate::util::sync::lock;
 /// them (`AMDGPUImplicitArgsTy`: offsets, hostcall pointer, three unused words).
 pub const IMPLICIT_ARGS_BYTES: usize = 56;
 
-/// What an operation needs until it has finished. Signals and host copies are held, not read: a
-/// packet or handler of the runtime still names them.
-#[allow(dead_code)]
-enum Kept {
-    Signal(Arc<Signal>),
+/// What an operation needs while the GPU, the copy engine or the runtime's handler thread may still use
+/// it: held, not read, until the signal beside it is 0.
+enum Held {
+    /// A signal that packets or copies still name (it is the `until` signal itself).
+    Signal,
+    /// A kernel's arguments; a failed queue never finishes its kernel, so these are free once the
+    /// device's queues are destroyed.
     Kernargs(HostBuffer),
+    /// A staging buffer of a small copy.
     Staging(HostBuffer),
-    HostCopy(Box<HostCopy>),
+    /// The host half of a staged copy, which the runtime's handler thread runs.
+    HostCopy(HostCopyPtr),
+    /// A host range pinned for one large copy, unpinned once the copy is done.
+    Pinned(usize),
+}
+
+/// One thing held, and the signal that says it is no longer used (`None`: nothing in flight uses it).
+struct Kept {
+    held: Held,
+    until: Option<Arc<Signal>>,
+}
+
+impl Kept {
+    fn new(held: Held, until: Option<&Arc<Signal>>) -> Kept {
+        Kept {
+            held,
+            until: until.cloned(),
+        }
+    }
+
+    /// Whether nothing uses it any more (`queues_gone`: the device's queues were destroyed, so no
+    /// kernel runs).
+    fn is_free(&self, queues_gone: bool) -> bool {
+        (queues_gone && matches!(self.held, Held::Kernargs(_))) || self.until.as_ref().is_none_or(|s| s.is_done())
+    }
+
+    /// Gives it back: buffers to their caches, host copies freed, pinned ranges unpinned.
+    fn release(self, ready: &Ready, api: Api) -> Result<()> {
+        match self.held {
+            Held::Kernargs(buffer) => ready.kernargs.give_back(buffer),
+            Held::Staging(buffer) => ready.staging.give_back(buffer),
+            // SAFETY: the pointer came from `Box::into_raw` and its handler has run (or never will:
+            // its registration failed), so nothing else refers to it.
+            Held::HostCopy(copy) => drop(unsafe { Box::from_raw(copy.0) }),
+            // SAFETY: the range was pinned for a copy that has finished.
+            Held::Pinned(host) => return unsafe { api.memory_unlock(host as *mut c_void) },
+            Held::Signal => {}
+        }
+        Ok(())
+    }
+}
+
+/// A [`HostCopy`] handed to the runtime's handler thread, owned through this pointer until released.
+struct HostCopyPtr(*mut HostCopy);
+
+// SAFETY: the pointer is only dereferenced by the handler and freed once it has run (see
+// `run_host_copy` and `Kept::release`).
+unsafe impl Send for HostCopyPtr {}
+// SAFETY: as above; shared references never touch it.
+unsafe impl Sync for HostCopyPtr {}
+
+/// What a stream still held when its device failed: released when the device is, once nothing uses
+/// it (see [`Leftovers::settle`]).
+#[derive(Default)]
+pub struct Leftovers {
+    kept: Vec<Kept>,
+}
+
+impl Leftovers {
+    /// Releases what nothing uses any more, after the device's queues were destroyed (so no kernel
+    /// or barrier runs): what a copy or its handler holds once its signal is 0, waiting up to a second
+    /// for the copy engine; kernel arguments at once; the stream's signals once none of its copies is
+    /// still pending (a pending copy may wait on one). What is still in use then is left alone for
+    /// good (a leak, not a use-after-free); returns how many things that was.
+    pub fn settle(self, ready: &Ready, api: Api) -> (usize, Result<()>) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let copying = |k: &Kept| matches!(k.held, Held::Staging(_) | Held::HostCopy(_) | Held::Pinned(_));
+        while self.kept.iter().any(|k| copying(k) && !k.is_free(true)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let copies_done = self.kept.iter().all(|k| !copying(k) || k.is_free(true));
+        let mut result = Ok(());
+        let mut left = 0;
+        for kept in self.kept {
+            let free = kept.is_free(true) || (copies_done && matches!(kept.held, Held::Signal));
+            if free {
+                result = result.and(kept.release(ready, api));
+            } else {
+                left += 1;
+                std::mem::forget(kept);
+            }
+        }
+        (left, result)
+    }
 }
 
 /// A stream's state: the last operation's signal and what earlier ones still need.
@@ -52,8 +138,12 @@ impl State {
     /// name it.
     fn follow(&mut self, signal: Arc<Signal>) {
         if let Some(previous) = self.last.replace(signal) {
-            self.kept.push(Kept::Signal(previous));
+            self.hold(Held::Signal, Some(&previous));
         }
+    }
+
+    fn hold(&mut self, held: Held, until: Option<&Arc<Signal>>) {
+        self.kept.push(Kept::new(held, until));
     }
 }
 
@@ -185,8 +275,8 @@ impl AmdStream {
         })();
         match result {
             Ok(signal) => {
+                state.hold(Held::Kernargs(kernargs), Some(&signal));
                 state.follow(signal);
-                state.kept.push(Kept::Kernargs(kernargs));
                 Ok(())
             }
             Err(e) => {
@@ -221,6 +311,8 @@ impl AmdStream {
         }
         let staging = self.ready.staging.take(size)?;
         let mut state = lock(&self.state);
+        // The host buffer may still be written by the operation before: then the host half runs on
+        // the runtime's handler thread once it is done, and the copy waits for that.
         let ready = match state.pending() {
             None => {
                 // SAFETY: `staging` holds at least `size` bytes; `src` is readable per the contract.
@@ -228,36 +320,52 @@ impl AmdStream {
                 None
             }
             Some(previous) => {
-                // The host buffer may still be written by the operation before: copy once it is done.
-                let done = self.ready.signals.take()?;
-                let copy = Box::new(HostCopy {
+                let done = match self.ready.signals.take() {
+                    Ok(done) => done,
+                    Err(e) => {
+                        self.ready.staging.give_back(staging);
+                        return Err(e);
+                    }
+                };
+                let copy = Box::into_raw(Box::new(HostCopy {
                     api,
                     dst: staging.ptr.cast(),
                     src: src.cast(),
                     size,
                     done: done.raw(),
-                });
-                let arg = (&*copy as *const HostCopy).cast_mut().cast();
-                // SAFETY: the stream keeps `copy` (and `done`) until synchronised, which waits for
-                // `done` and so for the handler.
-                if let Err(e) = unsafe { api.on_zero(previous, run_host_copy, arg) } {
+                }));
+                // SAFETY: the stream holds `copy` until `done` is 0, which only the handler sets.
+                if let Err(e) = unsafe { api.on_zero(previous, run_host_copy, copy.cast()) } {
+                    // SAFETY: the handler was not registered; nothing else has the pointer.
+                    drop(unsafe { Box::from_raw(copy) });
                     self.ready.staging.give_back(staging);
                     return Err(e);
                 }
-                state.kept.push(Kept::HostCopy(copy));
-                state.kept.push(Kept::Signal(Arc::clone(&done)));
+                // From here on the stream's next wait covers the handler.
+                state.hold(Held::HostCopy(HostCopyPtr(copy)), Some(&done));
+                state.follow(Arc::clone(&done));
                 Some(done)
             }
         };
-        let signal = self.ready.signals.take()?;
-        let deps: Vec<HsaSignal> = ready.iter().map(|s| s.raw()).collect();
-        // SAFETY: `staging` is host-pool memory the device's agent may access, kept until the stream
-        // is synchronised; `dst` per this function's contract.
-        let copied = unsafe { api.async_copy(dst, staging.ptr, size, device.facts.agent(), &deps, signal.raw()) };
-        state.kept.push(Kept::Staging(staging));
-        copied?;
-        state.follow(signal);
-        Ok(())
+        let copied = self.ready.signals.take().and_then(|signal| {
+            let deps: Vec<HsaSignal> = ready.iter().map(|s| s.raw()).collect();
+            // SAFETY: `staging` is host-pool memory the device's agent may access, held until the copy
+            // is done; `dst` per this function's contract.
+            unsafe { api.async_copy(dst, staging.ptr, size, device.facts.agent(), &deps, signal.raw()) }?;
+            Ok(signal)
+        });
+        match copied {
+            Ok(signal) => {
+                state.hold(Held::Staging(staging), Some(&signal));
+                state.follow(signal);
+                Ok(())
+            }
+            Err(e) => {
+                // Only the handler (if any) may still write the staging buffer.
+                state.hold(Held::Staging(staging), ready.as_ref());
+                Err(e)
+            }
+        }
     }
 
     /// Copies `size` bytes from device memory `src` to host memory `dst`.
@@ -286,28 +394,43 @@ impl AmdStream {
         let staging = self.ready.staging.take(size)?;
         let mut state = lock(&self.state);
         let deps: Vec<HsaSignal> = state.pending().into_iter().collect();
-        let arrived = self.ready.signals.take()?;
-        // SAFETY: `staging` is host-pool memory the device's agent may access, kept until the stream
-        // is synchronised; `src` per this function's contract.
+        // Both signals first, so that nothing fails between the copy and its handler.
+        let signals = self
+            .ready
+            .signals
+            .take()
+            .and_then(|arrived| Ok((arrived, self.ready.signals.take()?)));
+        let (arrived, done) = match signals {
+            Ok(both) => both,
+            Err(e) => {
+                self.ready.staging.give_back(staging);
+                return Err(e);
+            }
+        };
+        // SAFETY: `staging` is host-pool memory the device's agent may access, held until the handler
+        // is done with it; `src` per this function's contract.
         if let Err(e) = unsafe { api.async_copy(staging.ptr, src, size, device.facts.agent(), &deps, arrived.raw()) } {
             self.ready.staging.give_back(staging);
             return Err(e);
         }
-        let done = self.ready.signals.take()?;
-        let copy = Box::new(HostCopy {
+        // From here on the stream's next wait covers the copy.
+        state.follow(Arc::clone(&arrived));
+        let copy = Box::into_raw(Box::new(HostCopy {
             api,
             dst: dst.cast(),
             src: staging.ptr.cast_const().cast(),
             size,
             done: done.raw(),
-        });
-        let arg = (&*copy as *const HostCopy).cast_mut().cast();
-        state.kept.push(Kept::Staging(staging));
-        state.kept.push(Kept::Signal(Arc::clone(&arrived)));
-        // SAFETY: the stream keeps `copy` until synchronised, which waits for `done`, which only the
-        // handler sets.
-        unsafe { api.on_zero(arrived.raw(), run_host_copy, arg) }?;
-        state.kept.push(Kept::HostCopy(copy));
+        }));
+        // SAFETY: the stream holds `copy` until `done` is 0, which only the handler sets.
+        if let Err(e) = unsafe { api.on_zero(arrived.raw(), run_host_copy, copy.cast()) } {
+            // SAFETY: the handler was not registered; nothing else has the pointer.
+            drop(unsafe { Box::from_raw(copy) });
+            state.hold(Held::Staging(staging), Some(&arrived));
+            return Err(e);
+        }
+        state.hold(Held::HostCopy(HostCopyPtr(copy)), Some(&done));
+        state.hold(Held::Staging(staging), Some(&done));
         state.follow(done);
         Ok(())
     }
@@ -351,19 +474,32 @@ impl AmdStream {
     ) -> Result<()> {
         self.synchronize(device)?;
         let api = self.api();
-        // SAFETY: the host buffer is mapped for `size` bytes per the caller's contract, and is unlocked
-        // below before this returns.
+        // SAFETY: the host buffer is mapped for `size` bytes per the caller's contract; it is unpinned
+        // once the copy is done.
         let pinned = unsafe { api.memory_lock(host, size) }?;
         let (dst, src) = ends(pinned);
-        let copied = (|| {
-            let signal = self.ready.signals.take()?;
-            // SAFETY: both ends are reached by the device (device memory, pinned host memory).
-            unsafe { api.async_copy(dst, src, size, device.facts.agent(), &[], signal.raw()) }?;
-            signal.wait(&device.health)
-        })();
-        // SAFETY: locked above; the copy has finished (or failed to start) and uses it no more.
-        let unlocked = unsafe { api.memory_unlock(host) };
-        copied.and(unlocked)
+        let signal = match self.ready.signals.take() {
+            Ok(signal) => signal,
+            Err(e) => {
+                // SAFETY: locked above and used by nothing.
+                let _ = unsafe { api.memory_unlock(host) };
+                return Err(e);
+            }
+        };
+        // SAFETY: both ends are reached by the device (device memory, pinned host memory).
+        if let Err(e) = unsafe { api.async_copy(dst, src, size, device.facts.agent(), &[], signal.raw()) } {
+            // SAFETY: the copy did not start; nothing uses the range.
+            let _ = unsafe { api.memory_unlock(host) };
+            return Err(e);
+        }
+        let waited = signal.wait(&device.health);
+        let kept = Kept::new(Held::Pinned(host as usize), Some(&signal));
+        if waited.is_err() {
+            // The device failed; the copy engine may still be at work on the range.
+            lock(&device.leftovers).push(Leftovers { kept: vec![kept] });
+            return waited;
+        }
+        kept.release(&self.ready, api)
     }
 
     /// Makes later work wait for `event`'s recorded operation.
@@ -380,7 +516,7 @@ impl AmdStream {
         deps.extend(state.pending());
         let signal = self.ready.signals.take()?;
         self.queue.barrier(&deps, signal.raw(), &device.health)?;
-        state.kept.push(Kept::Signal(recorded));
+        state.hold(Held::Signal, Some(&recorded));
         state.follow(signal);
         Ok(())
     }
@@ -392,41 +528,68 @@ impl AmdStream {
     }
 
     /// Waits for everything queued, then releases what the operations kept. When the device has
-    /// failed (a queue error or memory fault), the work will never finish: what it kept is released
-    /// all the same, so that the device can still be torn down without leaking it.
+    /// failed (a queue error or memory fault), its work may never finish, or finish later on the copy
+    /// engine: what it kept goes to the device, which releases it when it is released itself.
     pub fn synchronize(&self, device: &AmdDevice) -> Result<()> {
         let mut state = lock(&self.state);
         let waited = match &state.last {
             Some(last) => last.wait(&device.health),
             None => Ok(()),
         };
-        self.release(&mut state);
-        waited
+        match waited {
+            Ok(()) => self.release(&mut state),
+            Err(e) => {
+                self.abandon(device, &mut state);
+                Err(e)
+            }
+        }
     }
 
-    /// Whether everything queued has finished; if so, releases what the operations kept (as it does
-    /// when the device has failed, see [`AmdStream::synchronize`]).
+    /// Whether everything queued has finished; if so, releases what the operations kept (on a failed
+    /// device, see [`AmdStream::synchronize`]).
     pub fn is_idle(&self, device: &AmdDevice) -> Result<bool> {
+        let mut state = lock(&self.state);
         if let Err(e) = device.health.check() {
-            self.release(&mut lock(&self.state));
+            self.abandon(device, &mut state);
             return Err(e);
         }
-        let mut state = lock(&self.state);
         if state.last.as_ref().is_some_and(|s| !s.is_done()) {
             return Ok(false);
         }
-        self.release(&mut state);
+        self.release(&mut state)?;
         Ok(true)
     }
 
-    fn release(&self, state: &mut State) {
+    /// Releases what the stream still holds as it is destroyed: at once when its work is done, else
+    /// through the device (the core destroys streams at teardown, when their work is waited for).
+    pub fn retire(&self, device: &AmdDevice) -> Result<()> {
+        let mut state = lock(&self.state);
+        if state.kept.iter().all(|k| k.is_free(false)) && state.last.as_ref().is_none_or(|s| s.is_done()) {
+            return self.release(&mut state);
+        }
+        self.abandon(device, &mut state);
+        Ok(())
+    }
+
+    /// Everything finished: gives back what the operations kept.
+    fn release(&self, state: &mut State) -> Result<()> {
         state.last = None;
+        let api = self.api();
+        let mut result = Ok(());
         for kept in state.kept.drain(..) {
-            match kept {
-                Kept::Kernargs(buffer) => self.ready.kernargs.give_back(buffer),
-                Kept::Staging(buffer) => self.ready.staging.give_back(buffer),
-                Kept::Signal(_) | Kept::HostCopy(_) => {}
-            }
+            result = result.and(kept.release(&self.ready, api));
+        }
+        result
+    }
+
+    /// The device failed: hands what the operations kept to the device, to be released with it.
+    fn abandon(&self, device: &AmdDevice, state: &mut State) {
+        let mut kept: Vec<Kept> = state.kept.drain(..).collect();
+        if let Some(last) = state.last.take() {
+            kept.push(Kept::new(Held::Signal, Some(&last)));
+        }
+        if !kept.is_empty() {
+            lock(&device.leftovers).push(Leftovers { kept });
         }
     }
 
@@ -434,9 +597,3 @@ impl AmdStream {
         self.ready.signals.api()
     }
 }
-
-// SAFETY: the raw pointers in `HostCopy` are only used by its handler and are kept valid by the
-// stream (see `run_host_copy`); everything else is `Send`.
-unsafe impl Send for HostCopy {}
-// SAFETY: as above; shared references never touch the pointers.
-unsafe impl Sync for HostCopy {}

@@ -494,3 +494,43 @@ fn shared_memory_is_host_memory_every_gpu_reaches_at_the_same_address() {
     core.free(0, shared as usize).unwrap();
     tear_down(&*core);
 }
+
+/// A staged copy to the host still on the copy engine when the device fails is neither freed under
+/// the engine and the runtime's handler thread nor leaked: the device waits for it when it is
+/// released, and the host buffer gets its bytes.
+#[test]
+fn a_copy_in_flight_when_the_device_fails_finishes_before_its_buffers_are_released() {
+    let _serial = serial();
+    let (core, addresses, _, _) = loaded_on(MI250, "gfx90a", &[]);
+    let counter = addresses[2];
+    // The copy engine starts nothing while held: the copy stays in flight.
+    simulated::hold(true);
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    let mut back = 0u32;
+    // SAFETY: `counter` is the image's 4-byte global; `back` outlives the device's release below.
+    unsafe {
+        core.retrieve(
+            0,
+            (&mut back as *mut u32).cast(),
+            counter as *const c_void,
+            4,
+            Some(&mut queue),
+        )
+    }
+    .unwrap();
+    let gpu = simulated::agents()[1];
+    simulated::fire_memory_fault(gpu, 0xbad_0000, 0x4);
+    let err = core.synchronize(0, &mut queue).unwrap_err().to_string();
+    assert!(err.contains("memory fault at address 0xbad0000"), "{err}");
+    assert_eq!(back, 0, "the copy has not run");
+    // The engine resumes; teardown waits for the copy and its handler before releasing their buffers.
+    std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        simulated::hold(false);
+    });
+    tear_down(&*core);
+    assert_eq!(
+        back, 5,
+        "the handler wrote the global's initial value before its buffers went"
+    );
+}
