@@ -1,10 +1,11 @@
 #!/bin/sh
-# Builds c_tests/gpu/cuda_module.c for gfx906, gfx90a, gfx940 and gfx1030 with clang-16 and Debian's
-# rocm-device-libs (from scripts/setup-gpu-toolchains.sh) and extracts the code objects into
+# Builds c_tests/gpu/cuda_module.c for gfx906, gfx90a, gfx940, gfx1030 and gfx1100 with clang-16 and
+# Debian's rocm-device-libs (from scripts/setup-gpu-toolchains.sh) and extracts the code objects into
 # tests/data/amdgpu/, where the AMDGPU backend's unit tests read them. The images are committed, so the
 # tests need no ROCm; rerun this after changing the program or the device header.
-# gfx1100 is left out: Debian 12's rocm-device-libs (5.2) has no device library for it, and clang-16
-# cannot link the OpenMP device runtime without one.
+# Debian 12's rocm-device-libs (5.2) stop at gfx1036: for gfx1100 a copy of them gets the one library
+# that names the ISA version (oclc_isa_version_1100.bc, a single constant), made from gfx1036's with
+# llvm-dis-16 and llvm-as-16, as the tests do (tests/support/mod.rs, rocm_device_libs).
 set -eu
 cd "$(dirname "$0")/.."
 libs=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
@@ -12,10 +13,18 @@ libs=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
 out=tests/data/amdgpu
 work=target/amdgpu-test-images
 mkdir -p "$out" "$work"
-for arch in gfx906 gfx90a gfx940 gfx1030; do
+gfx1100_libs="$work/rocm-device-libs-gfx1100"
+rm -rf "$gfx1100_libs"
+mkdir -p "$gfx1100_libs"
+for f in "$libs"/*; do ln -s "$f" "$gfx1100_libs/"; done
+llvm-dis-16 "$libs/oclc_isa_version_1036.bc" -o - | sed 's/i32 10306/i32 11000/' >"$work/oclc_isa_version_1100.ll"
+llvm-as-16 "$work/oclc_isa_version_1100.ll" -o "$gfx1100_libs/oclc_isa_version_1100.bc"
+for arch in gfx906 gfx90a gfx940 gfx1030 gfx1100; do
+  arch_libs=$libs
+  [ -f "$libs/oclc_isa_version_${arch#gfx}.bc" ] || arch_libs=$gfx1100_libs
   clang-16 -O2 -Wall -Werror -fopenmp \
     -fopenmp-targets=amdgcn-amd-amdhsa -Xopenmp-target=amdgcn-amd-amdhsa -march=$arch \
-    --rocm-device-lib-path="$libs" -Iinclude \
+    --rocm-device-lib-path="$arch_libs" -Iinclude \
     c_tests/gpu/cuda_module.c -o "$work/cuda_module-$arch"
   clang-offload-packager-16 "$work/cuda_module-$arch" \
     --image=file="$out/cuda_module-$arch.hsaco",triple=amdgcn-amd-amdhsa,arch=$arch

@@ -1,5 +1,5 @@
 //! The device-side client compiled for GPUs by clang-16: full OpenMP programs for NVIDIA (sm_70, sm_80,
-//! sm_90) and AMD (gfx90a, wavefront 64; gfx1030, wavefront 32) link, their device images carry what
+//! sm_90) and AMD (gfx90a, wavefront 64; gfx1030 and gfx1100, wavefront 32) link, their device images carry what
 //! the plugin looks for, the NVPTX code uses system-scope atomics, fences and warp primitives, and the
 //! host plugin turns the GPU images down without a word. Running them needs a GPU (the GPU check does);
 //! building them needs only the toolchains that scripts/setup-gpu-toolchains.sh installs.
@@ -12,12 +12,15 @@ use std::process::Command;
 use omprpc::util::elf;
 use support::{build_gpu_program, extract_image, Gpu};
 
-const GPUS: [Gpu; 5] = [
+const GPUS: [Gpu; 6] = [
     Gpu::Nvptx("sm_70"),
     Gpu::Nvptx("sm_80"),
     Gpu::Nvptx("sm_90"),
     Gpu::Amdgcn("gfx90a"),
     Gpu::Amdgcn("gfx1030"),
+    // Linked with a copy of Debian's device libraries given gfx1100's ISA version (see
+    // support::rocm_device_libs).
+    Gpu::Amdgcn("gfx1100"),
 ];
 
 /// Checks one device image: the machine, the architecture in the header, the RPC client pointer, the
@@ -35,9 +38,14 @@ fn check_image(image: &[u8], gpu: Gpu) {
         }
         Gpu::Amdgcn(arch) => {
             assert_eq!(header.machine, elf::EM_AMDGPU, "{gpu:?}");
-            let mach = if arch == "gfx90a" { 0x3f } else { 0x36 };
+            let mach = match arch {
+                "gfx90a" => 0x3f,
+                "gfx1030" => 0x36,
+                "gfx1100" => 0x41,
+                _ => panic!("no e_flags known for {arch}"),
+            };
             assert_eq!(header.flags & 0xff, mach, "{gpu:?}: e_flags {:#x}", header.flags);
-            let wave = if arch == "gfx90a" { 64u8 } else { 32 };
+            let wave = if arch.starts_with("gfx9") { 64u8 } else { 32 };
             let metadata = parsed
                 .notes()
                 .into_iter()
@@ -181,7 +189,6 @@ fn outbox_stores_are_fenced_by_every_lane(ptx: &str, arch: &str) {
 #[test]
 fn amdgpu_client_atomics_are_system_scope() {
     support::require_gpu_toolchains();
-    // gfx1100 is compiled (not linked: Debian's device libraries for clang-16 stop at gfx1036).
     for arch in ["gfx90a", "gfx1030", "gfx1100"] {
         let out = support::scratch().join(format!("device_client-{arch}.ll"));
         device_only("amdgcn-amd-amdhsa", arch, &["-S", "-emit-llvm"], &out);

@@ -85,6 +85,52 @@ pub fn real_libhsa_dir() -> PathBuf {
     dir
 }
 
+/// The AMDGPU device libraries for `arch`: Debian's, or, for a processor they stop short of (Debian
+/// 12's end at gfx1036, so gfx1100 is missing), a copy of them with the one library that names the
+/// processor's ISA version (`oclc_isa_version_<N>.bc`, a single constant) made from gfx1036's. The
+/// math and runtime libraries themselves are target-independent bitcode.
+pub fn rocm_device_libs(arch: &str) -> PathBuf {
+    let debian = PathBuf::from(ROCM_DEVICE_LIBS);
+    let number = arch.trim_start_matches("gfx");
+    let control = format!("oclc_isa_version_{number}.bc");
+    if debian.join(&control).exists() {
+        return debian;
+    }
+    static DIRS: PathCache = OnceLock::new();
+    once_per_process(&DIRS, arch, || {
+        let dir = scratch().join(format!("rocm-device-libs-{arch}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in std::fs::read_dir(&debian).unwrap() {
+            let entry = entry.unwrap();
+            std::os::unix::fs::symlink(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+        // gfxABCD is ISA version AB.C.D: 11000 for gfx1100.
+        let digits: Vec<u32> = number.chars().map(|c| c.to_digit(16).unwrap()).collect();
+        let version = digits[0] * 10_000 + digits[1] * 1000 + digits[2] * 100 + digits[3];
+        let text = Command::new("llvm-dis-16")
+            .arg(debian.join("oclc_isa_version_1036.bc"))
+            .arg("-o")
+            .arg("-")
+            .output()
+            .expect("llvm-dis-16 (install it with: sudo sh scripts/setup-debian.sh)");
+        assert!(text.status.success(), "llvm-dis-16 on oclc_isa_version_1036.bc");
+        let ir = String::from_utf8(text.stdout)
+            .unwrap()
+            .replace("i32 10306", &format!("i32 {version}"));
+        let ll = dir.join(format!("oclc_isa_version_{number}.ll"));
+        std::fs::write(&ll, ir).unwrap();
+        let status = Command::new("llvm-as-16")
+            .arg(&ll)
+            .arg("-o")
+            .arg(dir.join(&control))
+            .status()
+            .expect("llvm-as-16");
+        assert!(status.success(), "llvm-as-16 for {control}");
+        dir
+    })
+}
+
 /// Fails the test, naming the set-up command, when the GPU toolchains are missing.
 pub fn require_gpu_toolchains() {
     require_toolchain();
@@ -146,7 +192,7 @@ impl Gpu {
                 // clang-16 knows CUDA 11.8 only "partially"; it works, and says so.
                 flags.push("-Wno-unknown-cuda-version".into());
             }
-            Gpu::Amdgcn(_) => flags.push(format!("--rocm-device-lib-path={ROCM_DEVICE_LIBS}")),
+            Gpu::Amdgcn(arch) => flags.push(format!("--rocm-device-lib-path={}", rocm_device_libs(arch).display())),
         }
         flags
     }

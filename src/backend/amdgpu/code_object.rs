@@ -433,7 +433,13 @@ mod real_images {
 
     #[test]
     fn clang_16s_code_objects_name_their_target_and_kernels() {
-        for (arch, wavefront) in [("gfx906", 64), ("gfx90a", 64), ("gfx940", 64), ("gfx1030", 32)] {
+        for (arch, wavefront) in [
+            ("gfx906", 64),
+            ("gfx90a", 64),
+            ("gfx940", 64),
+            ("gfx1030", 32),
+            ("gfx1100", 32),
+        ] {
             let image = code_object(arch);
             assert!(is_code_object(&image[..64]));
             let read = read(&image).unwrap_or_else(|e| panic!("{arch}: {e}"));
