@@ -109,6 +109,7 @@ impl<G: SimulatedGpu> AmdgpuHarness<G> {
                 Some(CopyKind::HostToDevice) => Op::CopyToDevice,
                 Some(CopyKind::DeviceToHost) => Op::CopyToHost,
                 Some(CopyKind::DeviceToDevice) => Op::CopyDeviceToDevice,
+                Some(CopyKind::PeerToPeer) => Op::CopyPeer,
                 _ => Op::Other,
             },
             // Parts of an allocation or a copy that the calls above already count.
@@ -274,7 +275,7 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
     }
 
     fn exchanges_between_devices() -> bool {
-        false
+        true
     }
 
     fn interop_has_context() -> bool {

@@ -74,6 +74,9 @@ struct RuntimeState {
     host: HostPools,
     /// Every GPU agent, for access to host memory.
     gpu_agents: Vec<HsaAgent>,
+    /// For each device, the other GPUs that may be given access to its memory (its peers), which
+    /// its device allocations are opened to, so that they can copy into it.
+    peers: Vec<Vec<HsaAgent>>,
 }
 
 /// A loaded code object.
@@ -174,6 +177,7 @@ impl AmdgpuBackend {
                 started: true,
                 host,
                 gpu_agents: devices.iter().map(|d| d.facts.agent()).collect(),
+                peers: AmdgpuBackend::peers(api, &devices)?,
             }),
             devices,
             direct: DirectRanges::default(),
@@ -200,6 +204,27 @@ impl AmdgpuBackend {
             .map(|gpu| AgentFacts::read(api, gpu.agent, gpu.name))
             .collect::<Result<Vec<_>>>()?;
         Ok((host, gpus))
+    }
+
+    /// For each device, the other GPUs the runtime lets reach its device memory once given access
+    /// (not `NEVER_ALLOWED`).
+    fn peers(api: Api, devices: &[AmdDevice]) -> Result<Vec<Vec<HsaAgent>>> {
+        devices
+            .iter()
+            .enumerate()
+            .map(|(index, device)| {
+                let mut peers = Vec::new();
+                for (other_index, other) in devices.iter().enumerate() {
+                    if other_index != index
+                        && api.pool_access(other.facts.agent(), device.facts.device_pool())?
+                            != sys::pool_access::NEVER_ALLOWED
+                    {
+                        peers.push(other.facts.agent());
+                    }
+                }
+                Ok(peers)
+            })
+            .collect()
     }
 
     /// Sends the runtime's memory-fault events to the devices' health.
@@ -240,6 +265,7 @@ impl AmdgpuBackend {
                 state.started = true;
                 state.host = host;
                 state.gpu_agents = self.devices.iter().map(|d| d.facts.agent()).collect();
+                state.peers = AmdgpuBackend::peers(self.api, &self.devices)?;
                 Ok(())
             }
             Err(e) => {
@@ -411,7 +437,20 @@ impl Backend for AmdgpuBackend {
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void> {
         let amd = &self.devices[device];
         match kind {
-            AllocKind::Device | AllocKind::Default => self.api.pool_allocate(amd.facts.device_pool(), size),
+            AllocKind::Device | AllocKind::Default => {
+                let peers = lock(&self.runtime).peers[device].clone();
+                let ptr = self.api.pool_allocate(amd.facts.device_pool(), size)?;
+                // Peers may copy into it (exchange between GPUs).
+                if !peers.is_empty() {
+                    // SAFETY: just allocated from a pool.
+                    if let Err(e) = unsafe { self.api.allow_access(&peers, ptr) } {
+                        // SAFETY: just allocated and used by nothing.
+                        let _ = unsafe { self.api.pool_free(ptr) };
+                        return Err(e);
+                    }
+                }
+                Ok(ptr)
+            }
             // Shared memory is host memory every GPU may access, at the same address on both sides
             // (the stock plugin of LLVM 16 refuses shared allocations).
             AllocKind::Host | AllocKind::Shared => {
@@ -464,22 +503,26 @@ impl Backend for AmdgpuBackend {
     }
 
     fn can_exchange(&self, src_device: usize, dst_device: usize) -> bool {
-        // Within one device a copy is a device-to-device copy; between GPUs the stock plugin of LLVM 16
-        // does not exchange, and neither does this one.
-        src_device == dst_device
+        // Within one device a copy is a device-to-device copy; between GPUs the source copies into the
+        // destination's memory, which its device allocations open to their peers (the stock plugin
+        // of LLVM 16 does not exchange at all).
+        let src_agent = self.devices[src_device].facts.agent();
+        src_device == dst_device || lock(&self.runtime).peers[dst_device].contains(&src_agent)
     }
 
     unsafe fn copy_between_devices(
         &self,
         src_device: usize,
         src: *const c_void,
-        _dst_device: usize,
+        dst_device: usize,
         dst: *mut c_void,
         size: usize,
         queue: &AmdStream,
     ) -> Result<()> {
-        // SAFETY: forwarded from this function's contract; both ends are device memory of one device.
-        unsafe { queue.async_copy(&self.devices[src_device], dst, src, size) }
+        let dst_agent = self.devices[dst_device].facts.agent();
+        // SAFETY: forwarded from this function's contract; `dst` is open to this device when it is
+        // another's (see `can_exchange`).
+        unsafe { queue.copy_to_peer(&self.devices[src_device], dst_agent, dst, src, size) }
     }
 
     unsafe fn launch(

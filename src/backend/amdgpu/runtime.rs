@@ -278,6 +278,22 @@ impl Api {
         })
     }
 
+    /// How `agent` may reach `pool` (`HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS`: never, allowed by
+    /// default, or once given access).
+    pub fn pool_access(&self, agent: HsaAgent, pool: HsaMemoryPool) -> Result<u32> {
+        let mut access = 0u32;
+        // SAFETY: ACCESS is a u32.
+        self.check("hsa_amd_agent_memory_pool_get_info(ACCESS)", unsafe {
+            (self.f().hsa_amd_agent_memory_pool_get_info)(
+                agent,
+                pool,
+                sys::agent_pool_info::ACCESS,
+                (&mut access as *mut u32).cast(),
+            )
+        })?;
+        Ok(access)
+    }
+
     /// Copies `size` bytes from `src` to `dst` once every signal of `deps` is 0, then decrements
     /// `completion`. As the stock plugin does, the GPU agent is named for both ends.
     ///
@@ -293,13 +309,32 @@ impl Api {
         deps: &[HsaSignal],
         completion: HsaSignal,
     ) -> Result<()> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.async_copy_between(dst, agent, src, agent, size, deps, completion) }
+    }
+
+    /// [`Api::async_copy`] between two agents' memory: `src_agent` copies, so it must reach `dst`.
+    ///
+    /// # Safety
+    /// As for [`Api::async_copy`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn async_copy_between(
+        &self,
+        dst: *mut c_void,
+        dst_agent: HsaAgent,
+        src: *const c_void,
+        src_agent: HsaAgent,
+        size: usize,
+        deps: &[HsaSignal],
+        completion: HsaSignal,
+    ) -> Result<()> {
         // SAFETY: per this function's contract; `deps` is readable for its length.
         self.check("hsa_amd_memory_async_copy", unsafe {
             (self.f().hsa_amd_memory_async_copy)(
                 dst,
-                agent,
+                dst_agent,
                 src,
-                agent,
+                src_agent,
                 size,
                 deps.len() as u32,
                 if deps.is_empty() {

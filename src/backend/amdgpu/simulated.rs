@@ -87,8 +87,10 @@ pub enum CopyKind {
     HostToDevice,
     /// Device memory to host memory.
     DeviceToHost,
-    /// Device to device.
+    /// Device to device, within one GPU's memory.
     DeviceToDevice,
+    /// One GPU's memory to another's.
+    PeerToPeer,
     /// Host to host.
     HostToHost,
 }
@@ -1393,9 +1395,20 @@ unsafe extern "C" fn hsa_amd_memory_async_copy(
         let kind = match (from.device, to.device) {
             (false, true) => CopyKind::HostToDevice,
             (true, false) => CopyKind::DeviceToHost,
-            (true, true) => CopyKind::DeviceToDevice,
+            (true, true) if from.owner == to.owner => CopyKind::DeviceToDevice,
+            (true, true) => CopyKind::PeerToPeer,
             (false, false) => CopyKind::HostToHost,
         };
+        // Between two GPUs, the source's agent copies: it must have been given access to the
+        // destination, as on ROCm (a GPU's own memory is disallowed to others by default).
+        if kind == CopyKind::PeerToPeer {
+            let Some(source_agent) = w.agent(src_agent) else {
+                return sys::HSA_STATUS_ERROR_INVALID_AGENT;
+            };
+            if !to.accessible_by(&w.agents, source_agent) {
+                return sys::HSA_STATUS_ERROR_INVALID_ARGUMENT;
+            }
+        }
         w.copy_calls.insert(w.record.log.len() - 1, kind);
         w.copies.push(AsyncCopy {
             dst: dst as usize,

@@ -17,7 +17,7 @@ use super::device::{AmdDevice, Ready};
 use super::memory::{DirectRanges, HostBuffer};
 use super::queue::{AqlQueue, Dispatch, Signal};
 use super::runtime::Api;
-use super::sys::{HsaSignal, HsaSignalValue};
+use super::sys::{HsaAgent, HsaSignal, HsaSignalValue};
 use crate::util::error::Result;
 use crate::util::sync::lock;
 
@@ -446,6 +446,23 @@ impl AmdStream {
         src: *const c_void,
         size: usize,
     ) -> Result<()> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.copy_to_peer(device, device.facts.agent(), dst, src, size) }
+    }
+
+    /// Copies `size` bytes from this device's memory at `src` to memory of the agent `dst_agent` at
+    /// `dst` (this device's own, or a peer GPU's it was given access to).
+    ///
+    /// # Safety
+    /// As for [`AmdStream::copy_to_device`].
+    pub unsafe fn copy_to_peer(
+        &self,
+        device: &AmdDevice,
+        dst_agent: HsaAgent,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<()> {
         device.health.check()?;
         let mut state = lock(&self.state);
         let deps: Vec<HsaSignal> = state.pending().into_iter().collect();
@@ -453,7 +470,7 @@ impl AmdStream {
         // SAFETY: per this function's contract.
         unsafe {
             self.api()
-                .async_copy(dst, src, size, device.facts.agent(), &deps, signal.raw())
+                .async_copy_between(dst, dst_agent, src, device.facts.agent(), size, &deps, signal.raw())
         }?;
         state.follow(signal);
         Ok(())

@@ -190,7 +190,8 @@ pub(crate) trait Harness: Sized {
     fn streams_are_driver_objects() -> bool {
         true
     }
-    /// Whether the backend copies between two devices directly (LLVM 16's AMDGPU plugin does not).
+    /// Whether the backend copies between two devices directly (LLVM 16's stock AMDGPU plugin does not;
+    /// every backend here does).
     fn exchanges_between_devices() -> bool {
         true
     }
