@@ -274,10 +274,6 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
         false
     }
 
-    fn exchanges_between_devices() -> bool {
-        true
-    }
-
     fn interop_has_context() -> bool {
         false
     }

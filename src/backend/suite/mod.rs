@@ -190,11 +190,6 @@ pub(crate) trait Harness: Sized {
     fn streams_are_driver_objects() -> bool {
         true
     }
-    /// Whether the backend copies between two devices directly (LLVM 16's stock AMDGPU plugin does not;
-    /// every backend here does).
-    fn exchanges_between_devices() -> bool {
-        true
-    }
     /// Whether interop gives a driver context beside the device (HSA has none: NULL).
     fn interop_has_context() -> bool {
         true
@@ -392,32 +387,6 @@ pub(crate) fn device_to_device_between_two_devices_goes_peer_to_peer<H: Harness>
     let a = core.alloc(0, 64, AllocKind::Device).unwrap();
     let b = core.alloc(1, 64, AllocKind::Device).unwrap();
     let data = [5u8; 64];
-    if !H::exchanges_between_devices() {
-        // No copy between GPUs: libomptarget is told so and goes through the host; a copy asked for
-        // anyway is refused, and within one device the copy is the driver's device-to-device copy.
-        assert!(!core.can_exchange(0, 1).unwrap() && !core.can_exchange(1, 0).unwrap());
-        let c = core.alloc(0, 64, AllocKind::Device).unwrap();
-        // SAFETY: all three are 64-byte device allocations; `data` outlives the synchronous copies.
-        unsafe {
-            core.submit(0, a, data.as_ptr().cast(), 64, None).unwrap();
-            let refused = core.exchange(0, a, 1, b, 64, None).unwrap_err().to_string();
-            assert!(refused.contains("cannot copy to device 1 directly"), "{refused}");
-            assert!(core.can_exchange(0, 0).unwrap());
-            core.exchange(0, a, 0, c, 64, None).unwrap();
-        }
-        assert_eq!((h.calls(Op::CopyPeer), h.calls(Op::CopyDeviceToDevice)), (0, 1));
-        assert_eq!(read::<[u8; 64]>(c as usize), data, "the bytes arrived");
-        assert_eq!(
-            read::<[u8; 64]>(b as usize),
-            [0; 64],
-            "nothing reached the other device"
-        );
-        for (device, ptr) in [(0, a), (1, b), (0, c)] {
-            core.free(device, ptr as usize).unwrap();
-        }
-        assert!(core.deinit().unwrap());
-        return;
-    }
     assert!(core.can_exchange(0, 1).unwrap());
     // SAFETY: both are 64-byte device allocations; `data` outlives the synchronous copies.
     unsafe {
@@ -426,8 +395,20 @@ pub(crate) fn device_to_device_between_two_devices_goes_peer_to_peer<H: Harness>
     }
     assert_eq!(h.calls(Op::CopyPeer), 1);
     assert_eq!(read::<[u8; 64]>(b as usize), data, "the bytes arrived");
-    core.free(0, a as usize).unwrap();
-    core.free(1, b as usize).unwrap();
+    // Within one device, the copy is the driver's device-to-device copy.
+    let c = core.alloc(0, 64, AllocKind::Device).unwrap();
+    assert!(core.can_exchange(0, 0).unwrap());
+    // SAFETY: both are 64-byte device allocations of device 0.
+    unsafe { core.exchange(0, a, 0, c, 64, None) }.unwrap();
+    assert_eq!((h.calls(Op::CopyPeer), h.calls(Op::CopyDeviceToDevice)), (1, 1));
+    assert_eq!(
+        read::<[u8; 64]>(c as usize),
+        data,
+        "the bytes arrived within the device"
+    );
+    for (device, ptr) in [(0, a), (1, b), (0, c)] {
+        core.free(device, ptr as usize).unwrap();
+    }
     assert!(core.deinit().unwrap());
 }
 
