@@ -6,9 +6,7 @@
 
 mod support;
 
-use std::ffi::{c_void, CStr};
 use std::process::Command;
-use std::ptr::null_mut;
 
 use support::abi::*;
 use support::{plugin_dir_as, Gpu};
@@ -118,47 +116,6 @@ fn every_entry_point_fails_cleanly_without_a_gpu() {
             ),
             -1
         );
-        assert!(expect_error("the CUDA backend has no devices", || (api.data_alloc)(
-            0,
-            64,
-            null_mut(),
-            0
-        ))
-        .is_null());
-        let mut x = 0u64;
-        let p = (&mut x as *mut u64).cast::<c_void>();
-        assert_eq!(
-            expect_error("the CUDA backend has no devices", || (api.data_submit)(0, p, p, 8)),
-            -1
-        );
-        assert_eq!(
-            expect_error("the CUDA backend has no devices", || (api.data_retrieve)(0, p, p, 8)),
-            -1
-        );
-        assert_eq!(
-            expect_error("the CUDA backend has no devices", || (api.data_delete)(0, p, 0)),
-            -1
-        );
-        let mut info = AsyncInfo { queue: null_mut() };
-        assert_eq!(
-            expect_error("the CUDA backend has no devices", || (api.synchronize)(0, &mut info)),
-            -1
-        );
-        let mut event = null_mut();
-        assert_eq!(
-            expect_error("the CUDA backend has no devices", || (api.create_event)(0, &mut event)),
-            -1
-        );
-        let mut locked = null_mut();
-        assert_eq!(
-            expect_error("the CUDA backend has no devices", || (api.data_lock)(
-                0,
-                p,
-                8,
-                &mut locked
-            )),
-            -1
-        );
-        assert!(!CStr::from_ptr((api.version)()).to_bytes().is_empty());
+        expect_device_calls_refused(&api, "CUDA");
     }
 }

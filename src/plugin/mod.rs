@@ -63,6 +63,28 @@ impl HostEntry {
         };
         kernels.iter().map(kernel).chain([counter]).collect()
     }
+
+    /// The host entries of `cuda_module.c` as built into `image` (a cubin or an AMDGPU code object):
+    /// its two kernels (the symbols with an `_exec_mode` byte), sorted by name, then its global; and the
+    /// two kernels' names. By line number, the first is the SPMD loop (l15), the second the generic
+    /// region (l20).
+    pub fn cuda_module_entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
+        let parsed = crate::util::elf::Image::parse(image).expect("an ELF image");
+        let mut kernels: Vec<String> = parsed
+            .symbols()
+            .iter()
+            .filter_map(|(name, _)| {
+                std::str::from_utf8(name)
+                    .ok()?
+                    .strip_suffix("_exec_mode")
+                    .map(String::from)
+            })
+            .collect();
+        kernels.sort();
+        assert_eq!(kernels.len(), 2, "the test program has two target regions");
+        let entries = HostEntry::cuda_module_entries(&kernels);
+        (entries, kernels[0].clone(), kernels[1].clone())
+    }
 }
 
 /// What `load_image` produced: the device address of every entry, in the host table's order.

@@ -199,3 +199,28 @@ pub fn args_for(n: u32, nowait: bool) -> KernelArgs {
         ..Default::default()
     }
 }
+
+/// Checks that a plugin with no devices refuses every device call with one error line saying which
+/// backend has none (`backend`: "CUDA", "AMDGPU"), and still answers its version.
+///
+/// # Safety
+/// `api` is an opened plugin whose `init_plugin` was called.
+pub unsafe fn expect_device_calls_refused(api: &Api, backend: &str) {
+    let none = format!("the {backend} backend has no devices");
+    // SAFETY (whole function): every call passes arguments of the documented C types.
+    unsafe {
+        assert!(expect_error(&none, || (api.data_alloc)(0, 64, null_mut(), 0)).is_null());
+        let mut x = 0u64;
+        let p = (&mut x as *mut u64).cast::<c_void>();
+        assert_eq!(expect_error(&none, || (api.data_submit)(0, p, p, 8)), -1);
+        assert_eq!(expect_error(&none, || (api.data_retrieve)(0, p, p, 8)), -1);
+        assert_eq!(expect_error(&none, || (api.data_delete)(0, p, 0)), -1);
+        let mut info = AsyncInfo { queue: null_mut() };
+        assert_eq!(expect_error(&none, || (api.synchronize)(0, &mut info)), -1);
+        let mut event = null_mut();
+        assert_eq!(expect_error(&none, || (api.create_event)(0, &mut event)), -1);
+        let mut locked = null_mut();
+        assert_eq!(expect_error(&none, || (api.data_lock)(0, p, 8, &mut locked)), -1);
+        assert!(!CStr::from_ptr((api.version)()).to_bytes().is_empty());
+    }
+}

@@ -9,7 +9,6 @@ use super::AmdgpuBackend;
 use crate::backend::AllocKind;
 use crate::plugin::{Core, HostEntry, LaunchRequest, PluginApi};
 use crate::util::config::Config;
-use crate::util::elf;
 
 use super::harness::MI250;
 
@@ -21,23 +20,9 @@ pub(super) fn code_object(arch: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-amdgpu-test-images.sh"))
 }
 
-/// The code object's kernels (symbols with an `_exec_mode` byte) in a fixed order, then its global.
+/// The program's host entries and its kernels' names (see `HostEntry::cuda_module_entries_of`).
 pub(super) fn entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
-    let parsed = elf::Image::parse(image).unwrap();
-    let mut kernels: Vec<String> = parsed
-        .symbols()
-        .iter()
-        .filter_map(|(name, _)| {
-            std::str::from_utf8(name)
-                .ok()?
-                .strip_suffix("_exec_mode")
-                .map(String::from)
-        })
-        .collect();
-    kernels.sort();
-    assert_eq!(kernels.len(), 2, "the test program has two target regions");
-    let entries = HostEntry::cuda_module_entries(&kernels);
-    (entries, kernels[0].clone(), kernels[1].clone())
+    HostEntry::cuda_module_entries_of(image)
 }
 
 pub(super) fn serial() -> MutexGuard<'static, ()> {

@@ -8,7 +8,6 @@ use super::CudaBackend;
 use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
 use crate::plugin::{Core, HostEntry, PluginApi};
 use crate::util::config::Config;
-use crate::util::elf;
 
 pub(super) const H100: SimGpu = SimGpu {
     major: 9,
@@ -66,24 +65,9 @@ pub(super) fn cubin(arch: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-nvptx-test-images.sh"))
 }
 
-/// The cubin's kernels (symbols with an `_exec_mode` byte) in a fixed order, then its global.
+/// The program's host entries and its kernels' names (see `HostEntry::cuda_module_entries_of`).
 pub(super) fn entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
-    let parsed = elf::Image::parse(image).unwrap();
-    let mut kernels: Vec<String> = parsed
-        .symbols()
-        .iter()
-        .filter_map(|(name, _)| {
-            std::str::from_utf8(name)
-                .ok()?
-                .strip_suffix("_exec_mode")
-                .map(String::from)
-        })
-        .collect();
-    kernels.sort();
-    assert_eq!(kernels.len(), 2, "the test program has two target regions");
-    let entries = HostEntry::cuda_module_entries(&kernels);
-    // By line number: l15 is the SPMD loop, l20 the generic region.
-    (entries, kernels[0].clone(), kernels[1].clone())
+    HostEntry::cuda_module_entries_of(image)
 }
 
 pub(super) fn serial() -> MutexGuard<'static, ()> {
