@@ -209,6 +209,39 @@ struct HostCopy {
     done: HsaSignal,
 }
 
+impl HostCopy {
+    /// Hands the copy to the runtime's handler thread, to run once `after` is 0 and then set `done`
+    /// to 0; the returned pointer owns it until then.
+    ///
+    /// # Safety
+    /// Both ranges stay valid for `size` bytes until `done` is 0.
+    unsafe fn run_after(
+        api: Api,
+        after: HsaSignal,
+        dst: *mut u8,
+        src: *const u8,
+        size: usize,
+        done: &Signal,
+    ) -> Result<HostCopyPtr> {
+        let copy = Box::into_raw(Box::new(HostCopy {
+            api,
+            dst,
+            src,
+            size,
+            done: done.raw(),
+        }));
+        // SAFETY: the caller holds the returned pointer until `done` is 0, which only the handler sets.
+        match unsafe { api.on_zero(after, run_host_copy, copy.cast()) } {
+            Ok(()) => Ok(HostCopyPtr(copy)),
+            Err(e) => {
+                // SAFETY: the handler was not registered; nothing else has the pointer.
+                drop(unsafe { Box::from_raw(copy) });
+                Err(e)
+            }
+        }
+    }
+}
+
 /// Runs a [`HostCopy`] (its address is `arg`) when its signal is 0. Returns false: once is enough.
 unsafe extern "C" fn run_host_copy(_value: HsaSignalValue, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is a `HostCopy` the stream keeps until the operation after it has finished, which
@@ -327,31 +360,35 @@ impl AmdStream {
                         return Err(e);
                     }
                 };
-                let copy = Box::into_raw(Box::new(HostCopy {
-                    api,
-                    dst: staging.ptr.cast(),
-                    src: src.cast(),
-                    size,
-                    done: done.raw(),
-                }));
-                // SAFETY: the stream holds `copy` until `done` is 0, which only the handler sets.
-                if let Err(e) = unsafe { api.on_zero(previous, run_host_copy, copy.cast()) } {
-                    // SAFETY: the handler was not registered; nothing else has the pointer.
-                    drop(unsafe { Box::from_raw(copy) });
-                    self.ready.staging.give_back(staging);
-                    return Err(e);
-                }
+                // SAFETY: `staging` holds `size` bytes and is held until `done`; `src` per the contract.
+                let copy =
+                    match unsafe { HostCopy::run_after(api, previous, staging.ptr.cast(), src.cast(), size, &done) } {
+                        Ok(copy) => copy,
+                        Err(e) => {
+                            self.ready.staging.give_back(staging);
+                            return Err(e);
+                        }
+                    };
                 // From here on the stream's next wait covers the handler.
-                state.hold(Held::HostCopy(HostCopyPtr(copy)), Some(&done));
+                state.hold(Held::HostCopy(copy), Some(&done));
                 state.follow(Arc::clone(&done));
                 Some(done)
             }
         };
         let copied = self.ready.signals.take().and_then(|signal| {
-            let deps: Vec<HsaSignal> = ready.iter().map(|s| s.raw()).collect();
+            let deps = ready.as_ref().map(|s| s.raw());
             // SAFETY: `staging` is host-pool memory the device's agent may access, held until the copy
             // is done; `dst` per this function's contract.
-            unsafe { api.async_copy(dst, staging.ptr, size, device.facts.agent(), &deps, signal.raw()) }?;
+            unsafe {
+                api.async_copy(
+                    dst,
+                    staging.ptr,
+                    size,
+                    device.facts.agent(),
+                    deps.as_slice(),
+                    signal.raw(),
+                )
+            }?;
             Ok(signal)
         });
         match copied {
@@ -393,7 +430,7 @@ impl AmdStream {
         }
         let staging = self.ready.staging.take(size)?;
         let mut state = lock(&self.state);
-        let deps: Vec<HsaSignal> = state.pending().into_iter().collect();
+        let deps = state.pending();
         // Both signals first, so that nothing fails between the copy and its handler.
         let signals = self
             .ready
@@ -409,27 +446,39 @@ impl AmdStream {
         };
         // SAFETY: `staging` is host-pool memory the device's agent may access, held until the handler
         // is done with it; `src` per this function's contract.
-        if let Err(e) = unsafe { api.async_copy(staging.ptr, src, size, device.facts.agent(), &deps, arrived.raw()) } {
+        if let Err(e) = unsafe {
+            api.async_copy(
+                staging.ptr,
+                src,
+                size,
+                device.facts.agent(),
+                deps.as_slice(),
+                arrived.raw(),
+            )
+        } {
             self.ready.staging.give_back(staging);
             return Err(e);
         }
         // From here on the stream's next wait covers the copy.
         state.follow(Arc::clone(&arrived));
-        let copy = Box::into_raw(Box::new(HostCopy {
-            api,
-            dst: dst.cast(),
-            src: staging.ptr.cast_const().cast(),
-            size,
-            done: done.raw(),
-        }));
-        // SAFETY: the stream holds `copy` until `done` is 0, which only the handler sets.
-        if let Err(e) = unsafe { api.on_zero(arrived.raw(), run_host_copy, copy.cast()) } {
-            // SAFETY: the handler was not registered; nothing else has the pointer.
-            drop(unsafe { Box::from_raw(copy) });
-            state.hold(Held::Staging(staging), Some(&arrived));
-            return Err(e);
-        }
-        state.hold(Held::HostCopy(HostCopyPtr(copy)), Some(&done));
+        // SAFETY: `dst` per this function's contract; `staging` is held until `done`.
+        let copy = match unsafe {
+            HostCopy::run_after(
+                api,
+                arrived.raw(),
+                dst.cast(),
+                staging.ptr.cast_const().cast(),
+                size,
+                &done,
+            )
+        } {
+            Ok(copy) => copy,
+            Err(e) => {
+                state.hold(Held::Staging(staging), Some(&arrived));
+                return Err(e);
+            }
+        };
+        state.hold(Held::HostCopy(copy), Some(&done));
         state.hold(Held::Staging(staging), Some(&done));
         state.follow(done);
         Ok(())
@@ -465,12 +514,19 @@ impl AmdStream {
     ) -> Result<()> {
         device.health.check()?;
         let mut state = lock(&self.state);
-        let deps: Vec<HsaSignal> = state.pending().into_iter().collect();
+        let deps = state.pending();
         let signal = self.ready.signals.take()?;
         // SAFETY: per this function's contract.
         unsafe {
-            self.api()
-                .async_copy_between(dst, dst_agent, src, device.facts.agent(), size, &deps, signal.raw())
+            self.api().async_copy_between(
+                dst,
+                dst_agent,
+                src,
+                device.facts.agent(),
+                size,
+                deps.as_slice(),
+                signal.raw(),
+            )
         }?;
         state.follow(signal);
         Ok(())
@@ -529,10 +585,13 @@ impl AmdStream {
             return Ok(());
         }
         let mut state = lock(&self.state);
-        let mut deps = vec![recorded.raw()];
-        deps.extend(state.pending());
+        let (first, own) = (recorded.raw(), state.pending());
+        let deps: &[HsaSignal] = match &own {
+            Some(own) => &[first, *own],
+            None => &[first],
+        };
         let signal = self.ready.signals.take()?;
-        self.queue.barrier(&deps, signal.raw(), &device.health)?;
+        self.queue.barrier(deps, signal.raw(), &device.health)?;
         state.hold(Held::Signal, Some(&recorded));
         state.follow(signal);
         Ok(())
