@@ -66,7 +66,7 @@ pub struct AgentFacts {
     pub max_threads: u32,
     /// `GRID_MAX_DIM.x`: most work-items in a grid along x.
     pub max_grid: u32,
-    /// Most packets one queue may hold, and most queues.
+    /// Most packets one queue may hold.
     pub queue_max_size: u32,
     /// Most queues the agent supports.
     pub queues_max: u32,
@@ -239,8 +239,10 @@ impl AmdDevice {
             result = result.and(queue.destroy());
         }
         let mut stuck = 0;
+        // One second in all for the copy engine, however many streams left something.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         for leftovers in std::mem::take(&mut *lock(&self.leftovers)) {
-            let (left, released) = leftovers.settle(&ready, api);
+            let (left, released) = leftovers.settle(&ready, api, deadline);
             stuck += left;
             result = result.and(released);
         }

@@ -56,13 +56,7 @@ impl HostBuffers {
                 return Ok(free.swap_remove(at));
             }
         }
-        let ptr = self.api.pool_allocate(self.pool, capacity)?;
-        // SAFETY: `ptr` was just allocated from the pool.
-        if let Err(e) = unsafe { self.api.allow_access(&[self.agent], ptr) } {
-            // SAFETY: just allocated and used by nothing.
-            let _ = unsafe { self.api.pool_free(ptr) };
-            return Err(e);
-        }
+        let ptr = self.api.pool_allocate_for(self.pool, capacity, &[self.agent])?;
         Ok(HostBuffer { ptr, capacity })
     }
 
@@ -89,10 +83,9 @@ struct Range {
     len: usize,
     /// Where agents see its first byte.
     agent_ptr: usize,
-    /// Locks outstanding.
+    /// Locks outstanding: 0 for a host-pool allocation, which is reached without one (a pinned range
+    /// is forgotten when its last lock goes).
     locks: usize,
-    /// Whether it is a host-pool allocation (reached directly without a lock, never unlocked).
-    allocation: bool,
 }
 
 /// Host ranges that are pinned (`hsa_amd_memory_lock`, for every agent) or were allocated from a
@@ -120,7 +113,6 @@ impl DirectRanges {
                 len,
                 agent_ptr: ptr as usize,
                 locks: 0,
-                allocation: true,
             },
         );
     }
@@ -146,7 +138,7 @@ impl DirectRanges {
         let mut ranges = lock(&self.ranges);
         if let Some(range) = ranges.get_mut(&(ptr as usize)) {
             // A host-pool allocation needs no pin: it is reached directly, and stays so until freed.
-            if !range.allocation {
+            if range.locks > 0 {
                 range.locks += 1;
             }
             return Ok(range.agent_ptr as *mut c_void);
@@ -158,7 +150,6 @@ impl DirectRanges {
                 len,
                 agent_ptr: agent_ptr as usize,
                 locks: 1,
-                allocation: false,
             },
         );
         Ok(agent_ptr)

@@ -33,13 +33,13 @@ use self::code_object::TargetId;
 use self::device::{AgentFacts, AmdDevice, HostPools};
 use self::memory::DirectRanges;
 use self::queue::Dispatch;
-use self::runtime::{Api, KernelSymbolInfo, Runtime};
+use self::runtime::{Api, KernelSymbolInfo};
 use self::stream::{AmdEvent, AmdStream};
 use self::sys::{HsaAgent, HsaCodeObjectReader, HsaExecutable, HsaStatus, HSA_STATUS_SUCCESS};
 use super::{
     gpu, AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice,
 };
-use crate::backend::gpu::library::OpenError;
+use crate::backend::gpu::library::open_driver;
 use crate::util::config::{BackendKind, Config};
 use crate::util::error::{Error, Result};
 use crate::util::sync::lock;
@@ -125,20 +125,13 @@ impl AmdgpuBackend {
     /// point, `hsa_init` fails (no `/dev/kfd`: `HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)`), or it
     /// shows no GPU.
     pub fn open(config: &Config) -> Result<AmdgpuBackend> {
-        let names: Vec<&str> = match &config.hsa_library {
-            Some(path) => vec![path.as_str()],
-            None => RUNTIME_NAMES.to_vec(),
-        };
-        let runtime = Runtime::open(&names).map_err(|e| match e {
-            OpenError::Library(why) => Error::Unsupported(format!(
-                "no HSA runtime: cannot load {} ({why}); reporting 0 devices",
-                names.join(" or ")
-            )),
-            OpenError::Symbol { library, symbol } => Error::Unsupported(format!(
-                "the HSA runtime {library} lacks {symbol} (too old?); reporting 0 devices"
-            )),
-        })?;
-        AmdgpuBackend::with_runtime(Api::new(Box::leak(Box::new(runtime))), config)
+        let runtime = open_driver(
+            config.hsa_library.as_deref(),
+            &RUNTIME_NAMES,
+            "HSA runtime",
+            sys::resolve,
+        )?;
+        AmdgpuBackend::with_runtime(Api::new(runtime), config)
     }
 
     /// The backend over an opened runtime (the real one, or a simulated one in tests).
@@ -275,17 +268,17 @@ impl AmdgpuBackend {
         }
     }
 
-    /// The host's pools and every GPU agent, starting the runtime again if it was shut down.
-    fn started(&self) -> Result<(HostPools, Vec<HsaAgent>)> {
+    /// The runtime's state, starting the runtime again if it was shut down.
+    fn started(&self) -> Result<std::sync::MutexGuard<'_, RuntimeState>> {
         let mut state = lock(&self.runtime);
         if !state.started {
             self.restart(&mut state)?;
         }
-        Ok((state.host, state.gpu_agents.clone()))
+        Ok(state)
     }
 
-    /// Whether the images's target (the arch string when libomptarget has one, else its header) runs
-    /// on every GPU, as the stock plugin requires.
+    /// The target an image was built for: the arch string when libomptarget has one, else its header;
+    /// `None` for anything but an AMDGPU code object.
     fn image_target(header: &[u8], arch: Option<&str>) -> Option<TargetId> {
         if !code_object::is_code_object(header) {
             return None;
@@ -294,10 +287,6 @@ impl AmdgpuBackend {
             Some(arch) => TargetId::parse(arch),
             None => crate::util::elf::header(header).and_then(|h| TargetId::from_header(&h)),
         }
-    }
-
-    fn stream_device(&self, stream: &AmdStream) -> &AmdDevice {
-        &self.devices[stream.device()]
     }
 }
 
@@ -336,7 +325,7 @@ impl Backend for AmdgpuBackend {
 
     fn init_device(&self, device: usize) -> Result<DeviceLimits> {
         let amd = &self.devices[device];
-        let (host, _) = self.started()?;
+        let host = self.started()?.host;
         amd.init(self.api, host, &self.config.amdgpu)?;
         let facts = &amd.facts;
         Ok(DeviceLimits {
@@ -437,31 +426,17 @@ impl Backend for AmdgpuBackend {
     fn alloc(&self, device: usize, size: usize, kind: AllocKind) -> Result<*mut c_void> {
         let amd = &self.devices[device];
         match kind {
+            // Peers may copy into it (exchange between GPUs).
             AllocKind::Device | AllocKind::Default => {
-                let peers = lock(&self.runtime).peers[device].clone();
-                let ptr = self.api.pool_allocate(amd.facts.device_pool(), size)?;
-                // Peers may copy into it (exchange between GPUs).
-                if !peers.is_empty() {
-                    // SAFETY: just allocated from a pool.
-                    if let Err(e) = unsafe { self.api.allow_access(&peers, ptr) } {
-                        // SAFETY: just allocated and used by nothing.
-                        let _ = unsafe { self.api.pool_free(ptr) };
-                        return Err(e);
-                    }
-                }
-                Ok(ptr)
+                let state = lock(&self.runtime);
+                self.api
+                    .pool_allocate_for(amd.facts.device_pool(), size, &state.peers[device])
             }
             // Shared memory is host memory every GPU may access, at the same address on both sides
             // (the stock plugin of LLVM 16 refuses shared allocations).
             AllocKind::Host | AllocKind::Shared => {
-                let (host, gpu_agents) = self.started()?;
-                let ptr = self.api.pool_allocate(host.fine, size)?;
-                // SAFETY: just allocated from a pool.
-                if let Err(e) = unsafe { self.api.allow_access(&gpu_agents, ptr) } {
-                    // SAFETY: just allocated and used by nothing.
-                    let _ = unsafe { self.api.pool_free(ptr) };
-                    return Err(e);
-                }
+                let state = self.started()?;
+                let ptr = self.api.pool_allocate_for(state.host.fine, size, &state.gpu_agents)?;
                 self.direct.add_allocation(ptr, size);
                 Ok(ptr)
             }
@@ -556,24 +531,24 @@ impl Backend for AmdgpuBackend {
 
     fn create_queue(&self, device: usize) -> Result<AmdStream> {
         let amd = &self.devices[device];
-        Ok(AmdStream::new(device, amd, amd.ready(device)?))
+        Ok(AmdStream::new(amd, amd.ready(device)?))
     }
 
-    fn destroy_queue(&self, _device: usize, queue: &AmdStream) -> Result<()> {
+    fn destroy_queue(&self, device: usize, queue: &AmdStream) -> Result<()> {
         // A stream owns no runtime object of its own, only what its operations kept.
-        queue.retire(self.stream_device(queue))
+        queue.retire(&self.devices[device])
     }
 
     fn queue_handle(&self, queue: &AmdStream) -> *mut c_void {
         queue.handle()
     }
 
-    fn synchronize(&self, _device: usize, queue: &AmdStream) -> Result<()> {
-        queue.synchronize(self.stream_device(queue))
+    fn synchronize(&self, device: usize, queue: &AmdStream) -> Result<()> {
+        queue.synchronize(&self.devices[device])
     }
 
-    fn is_idle(&self, _device: usize, queue: &AmdStream) -> Result<bool> {
-        queue.is_idle(self.stream_device(queue))
+    fn is_idle(&self, device: usize, queue: &AmdStream) -> Result<bool> {
+        queue.is_idle(&self.devices[device])
     }
 
     fn create_event(&self, device: usize) -> Result<AmdEvent> {
@@ -596,8 +571,8 @@ impl Backend for AmdgpuBackend {
         Ok(())
     }
 
-    fn wait_event(&self, _device: usize, event: &AmdEvent, queue: &AmdStream) -> Result<()> {
-        queue.wait_event(self.stream_device(queue), event)
+    fn wait_event(&self, device: usize, event: &AmdEvent, queue: &AmdStream) -> Result<()> {
+        queue.wait_event(&self.devices[device], event)
     }
 
     fn sync_event(&self, device: usize, event: &AmdEvent) -> Result<()> {

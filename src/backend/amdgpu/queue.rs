@@ -6,7 +6,7 @@
 //! queue error or a memory fault fails the operation instead of hanging or aborting the process.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::runtime::Api;
@@ -21,6 +21,8 @@ const WAIT_SLICE_NS: u64 = 50_000_000;
 /// which every wait on the device fails with it.
 #[derive(Default)]
 pub struct Health {
+    /// Whether `failure` holds one: what every launch and copy looks at, without a lock.
+    failed: AtomicBool,
     failure: Mutex<Option<Error>>,
 }
 
@@ -28,15 +30,21 @@ impl Health {
     /// Records the first failure.
     pub fn fail(&self, error: Error) {
         lock(&self.failure).get_or_insert(error);
+        self.failed.store(true, Ordering::Release);
     }
 
     /// Forgets the recorded failure (the device is initialised again, with new queues).
     pub fn reset(&self) {
-        lock(&self.failure).take();
+        let mut failure = lock(&self.failure);
+        self.failed.store(false, Ordering::Release);
+        failure.take();
     }
 
     /// The recorded failure, if any.
     pub fn check(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &*lock(&self.failure) {
             Some(e) => Err(e.clone()),
             None => Ok(()),

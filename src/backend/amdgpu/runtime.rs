@@ -3,34 +3,39 @@
 //! hexadecimal value (`HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)`). This is the one place where HSA
 //! statuses become errors.
 
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
 
 use super::sys::{
     self, agent_info, device_type, isa_info, pool_info, signal_condition, symbol_info, wait_state, HsaAgent,
     HsaCodeObjectReader, HsaExecutable, HsaExecutableSymbol, HsaMemoryPool, HsaQueue, HsaSignal, HsaSignalValue,
-    HsaStatus, HSA_STATUS_ERROR_INVALID_SYMBOL_NAME, HSA_STATUS_ERROR_OUT_OF_RESOURCES, HSA_STATUS_INFO_BREAK,
-    HSA_STATUS_SUCCESS,
+    HsaStatus, HSA_STATUS_ERROR_INVALID_SYMBOL_NAME, HSA_STATUS_ERROR_OUT_OF_RESOURCES, HSA_STATUS_SUCCESS,
 };
-use crate::backend::gpu::library::{open_first, OpenError};
+use crate::backend::gpu::library::Opened;
 use crate::util::error::{Error, Result, HSA};
 
-/// An opened runtime: its entry points and the file they came from. It stays loaded for the life of
-/// the process (libomptarget may call the plugin until exit).
-pub struct Runtime {
-    /// The entry points.
-    pub functions: sys::Functions,
-    /// The file it came from, for messages ("libhsa-runtime64.so.1", a simulated runtime's name).
-    pub library: String,
+/// An opened runtime: its entry points and the file they came from ("libhsa-runtime64.so.1", a
+/// simulated runtime's name). It stays loaded for the life of the process.
+pub type Runtime = Opened<sys::Functions>;
+
+/// Collects what an HSA iteration hands its callback into the `Vec<T>` behind `data`.
+///
+/// # Safety
+/// `data` is a `Vec<T>` alive and not otherwise borrowed for the iteration it is passed to.
+unsafe extern "C" fn collect<T>(item: T, data: *mut c_void) -> HsaStatus {
+    // SAFETY: per this function's contract.
+    unsafe { &mut *data.cast::<Vec<T>>() }.push(item);
+    HSA_STATUS_SUCCESS
 }
 
-impl Runtime {
-    /// Opens the first of `candidates` that loads and resolves every entry point.
-    pub fn open(candidates: &[&str]) -> std::result::Result<Runtime, OpenError> {
-        let opened = open_first(candidates, sys::resolve)?;
-        Ok(Runtime {
-            functions: opened.functions,
-            library: opened.library,
-        })
+/// The error of an HSA `call` that returned `status`: the status's header name and hexadecimal value.
+pub fn hsa_error(call: &'static str, status: HsaStatus) -> Error {
+    Error::Driver {
+        driver: HSA,
+        call,
+        code: i64::from(status),
+        name: sys::status_name(status)
+            .map(str::to_string)
+            .unwrap_or_else(|| "an unknown hsa_status_t".into()),
     }
 }
 
@@ -71,14 +76,7 @@ impl Api {
         if status == HSA_STATUS_SUCCESS {
             return Ok(());
         }
-        Err(Error::Driver {
-            driver: HSA,
-            call,
-            code: i64::from(status),
-            name: sys::status_name(status)
-                .map(str::to_string)
-                .unwrap_or_else(|| "an unknown hsa_status_t".into()),
-        })
+        Err(hsa_error(call, status))
     }
 
     /// `hsa_init`: counted by the runtime, so every success is matched by one [`Api::shut_down`].
@@ -95,17 +93,10 @@ impl Api {
 
     /// Every agent the runtime offers, with its type and name, in the runtime's order.
     pub fn agents(&self) -> Result<Vec<AgentSummary>> {
-        unsafe extern "C" fn collect(agent: HsaAgent, data: *mut c_void) -> HsaStatus {
-            // SAFETY: `data` is the `Vec` passed to hsa_iterate_agents below, alive and not otherwise
-            // borrowed while the runtime calls back during that call.
-            let agents = unsafe { &mut *data.cast::<Vec<HsaAgent>>() };
-            agents.push(agent);
-            HSA_STATUS_SUCCESS
-        }
         let mut agents: Vec<HsaAgent> = Vec::new();
         // SAFETY: the callback matches hsa_iterate_agents' and only pushes into `agents`.
         self.check("hsa_iterate_agents", unsafe {
-            (self.f().hsa_iterate_agents)(collect, (&mut agents as *mut Vec<HsaAgent>).cast())
+            (self.f().hsa_iterate_agents)(collect::<HsaAgent>, (&mut agents as *mut Vec<HsaAgent>).cast())
         })?;
         agents
             .into_iter()
@@ -143,15 +134,14 @@ impl Api {
     /// The names of `agent`'s ISAs (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`), in the runtime's
     /// order.
     pub fn isa_names(&self, agent: HsaAgent) -> Result<Vec<String>> {
-        unsafe extern "C" fn collect(isa: sys::HsaIsa, data: *mut c_void) -> HsaStatus {
-            // SAFETY: `data` is the `Vec` passed below, alive and unborrowed during the iteration.
-            unsafe { &mut *data.cast::<Vec<sys::HsaIsa>>() }.push(isa);
-            HSA_STATUS_SUCCESS
-        }
         let mut isas: Vec<sys::HsaIsa> = Vec::new();
         // SAFETY: the callback matches hsa_agent_iterate_isas' and only pushes into `isas`.
         self.check("hsa_agent_iterate_isas", unsafe {
-            (self.f().hsa_agent_iterate_isas)(agent, collect, (&mut isas as *mut Vec<sys::HsaIsa>).cast())
+            (self.f().hsa_agent_iterate_isas)(
+                agent,
+                collect::<sys::HsaIsa>,
+                (&mut isas as *mut Vec<sys::HsaIsa>).cast(),
+            )
         })?;
         isas.into_iter()
             .map(|isa| {
@@ -174,17 +164,12 @@ impl Api {
 
     /// `agent`'s memory pools, in the runtime's order.
     pub fn pools(&self, agent: HsaAgent) -> Result<Vec<PoolSummary>> {
-        unsafe extern "C" fn collect(pool: HsaMemoryPool, data: *mut c_void) -> HsaStatus {
-            // SAFETY: `data` is the `Vec` passed below, alive and unborrowed during the iteration.
-            unsafe { &mut *data.cast::<Vec<HsaMemoryPool>>() }.push(pool);
-            HSA_STATUS_SUCCESS
-        }
         let mut pools: Vec<HsaMemoryPool> = Vec::new();
         // SAFETY: the callback matches the iterator's and only pushes into `pools`.
         self.check("hsa_amd_agent_iterate_memory_pools", unsafe {
             (self.f().hsa_amd_agent_iterate_memory_pools)(
                 agent,
-                collect,
+                collect::<HsaMemoryPool>,
                 (&mut pools as *mut Vec<HsaMemoryPool>).cast(),
             )
         })?;
@@ -228,6 +213,22 @@ impl Api {
             return Err(Error::OutOfMemory { size });
         }
         self.check("hsa_amd_memory_pool_allocate", status)?;
+        Ok(ptr)
+    }
+
+    /// `size` bytes from `pool` that `agents` may access too (none: only the pool's own agent); freed
+    /// again when access cannot be given.
+    pub fn pool_allocate_for(&self, pool: HsaMemoryPool, size: usize, agents: &[HsaAgent]) -> Result<*mut c_void> {
+        let ptr = self.pool_allocate(pool, size)?;
+        if agents.is_empty() {
+            return Ok(ptr);
+        }
+        // SAFETY: just allocated from a pool.
+        if let Err(e) = unsafe { self.allow_access(agents, ptr) } {
+            // SAFETY: just allocated and used by nothing.
+            let _ = unsafe { self.pool_free(ptr) };
+            return Err(e);
+        }
         Ok(ptr)
     }
 
@@ -602,16 +603,6 @@ impl Api {
         self.check("hsa_amd_register_system_event_handler", unsafe {
             (self.f().hsa_amd_register_system_event_handler)(handler, data)
         })
-    }
-
-    /// Whether `status` is one a callback may return to go on (success) or stop early (`INFO_BREAK`).
-    pub fn is_success(status: HsaStatus) -> bool {
-        status == HSA_STATUS_SUCCESS || status == HSA_STATUS_INFO_BREAK
-    }
-
-    /// `name` as a C string, for symbol lookups.
-    pub fn c_name(name: &str) -> Option<CString> {
-        CString::new(name).ok()
     }
 
     /// `HSA_AGENT_INFO_NAME`: a 64-byte NUL-padded string.

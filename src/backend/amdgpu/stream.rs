@@ -95,12 +95,11 @@ pub struct Leftovers {
 
 impl Leftovers {
     /// Releases what nothing uses any more, after the device's queues were destroyed (so no kernel
-    /// or barrier runs): what a copy or its handler holds once its signal is 0, waiting up to a second
-    /// for the copy engine; kernel arguments at once; the stream's signals once none of its copies is
-    /// still pending (a pending copy may wait on one). What is still in use then is left alone for
+    /// or barrier runs): what a copy or its handler holds once its signal is 0, waiting until
+    /// `deadline` for the copy engine; kernel arguments at once; the stream's signals once none of its
+    /// copies is still pending (a pending copy may wait on one). What is still in use then is left alone for
     /// good (a leak, not a use-after-free); returns how many things that was.
-    pub fn settle(self, ready: &Ready, api: Api) -> (usize, Result<()>) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    pub fn settle(self, ready: &Ready, api: Api, deadline: std::time::Instant) -> (usize, Result<()>) {
         let copying = |k: &Kept| matches!(k.held, Held::Staging(_) | Held::HostCopy(_) | Held::Pinned(_));
         while self.kept.iter().any(|k| copying(k) && !k.is_free(true)) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
@@ -149,7 +148,6 @@ impl State {
 
 /// An ordered stream of work on one device: what the core's queue pool holds.
 pub struct AmdStream {
-    device: usize,
     queue: Arc<AqlQueue>,
     ready: Arc<Ready>,
     /// A unique address, which libomptarget holds as the queue's handle.
@@ -255,20 +253,14 @@ unsafe extern "C" fn run_host_copy(_value: HsaSignalValue, arg: *mut c_void) -> 
 }
 
 impl AmdStream {
-    /// A stream of `device` on its next HSA queue.
-    pub fn new(device: usize, amd: &AmdDevice, ready: Arc<Ready>) -> AmdStream {
+    /// A stream of `amd` on its next HSA queue.
+    pub fn new(amd: &AmdDevice, ready: Arc<Ready>) -> AmdStream {
         AmdStream {
-            device,
             queue: amd.next_queue(&ready),
             ready,
             handle: Box::new(0),
             state: Mutex::new(State::default()),
         }
-    }
-
-    /// The device it belongs to.
-    pub fn device(&self) -> usize {
-        self.device
     }
 
     /// The handle libomptarget holds.

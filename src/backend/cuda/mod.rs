@@ -27,7 +27,7 @@ use self::cubin::{Capability, NvidiaImage};
 use self::result::Api;
 use self::safe::{Event, Module, PrimaryContext, Stream};
 use self::sys::{attribute, CuDevice, CuDevicePtr, Driver};
-use super::gpu::library::OpenError;
+use super::gpu::library::open_driver;
 use super::gpu::peers::PeerAccess;
 use super::gpu::pinned::PinnedByDevice;
 use super::{
@@ -110,20 +110,13 @@ impl CudaBackend {
     /// Opens the driver named by `OMPRPC_CUDA_LIBRARY`, else `libcuda.so.1` or `libcuda.so`, and finds
     /// its devices. Fails, with the reason in words, when there is no driver or `cuInit` fails.
     pub fn open(config: &Config) -> Result<CudaBackend> {
-        let names: Vec<&str> = match &config.cuda_library {
-            Some(path) => vec![path.as_str()],
-            None => DRIVER_NAMES.to_vec(),
-        };
-        let driver = Driver::open(&names).map_err(|e| match e {
-            OpenError::Library(why) => Error::Unsupported(format!(
-                "no CUDA driver: cannot load {} ({why}); reporting 0 devices",
-                names.join(" or ")
-            )),
-            OpenError::Symbol { library, symbol } => Error::Unsupported(format!(
-                "the CUDA driver {library} lacks {symbol} (too old?); reporting 0 devices"
-            )),
-        })?;
-        CudaBackend::with_driver(Box::leak(Box::new(driver)), config)
+        let driver = open_driver(
+            config.cuda_library.as_deref(),
+            &DRIVER_NAMES,
+            "CUDA driver",
+            sys::resolve,
+        )?;
+        CudaBackend::with_driver(driver, config)
     }
 
     /// The backend over an opened driver (the real one, or a simulated one in tests).

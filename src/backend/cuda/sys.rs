@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
-use crate::backend::gpu::library::{open_first, resolve_table, OpenError};
+use crate::backend::gpu::library::{resolve_table, Opened};
 
 /// A driver status; 0 is success.
 pub type CuResult = c_int;
@@ -191,74 +191,63 @@ pub struct Functions {
     pub cuEventSynchronize: unsafe extern "C" fn(event: CuHandle) -> CuResult,
 }
 
-/// An opened driver: its entry points and the library that holds them, which stays loaded for the
-/// life of the process (libomptarget may call the plugin until exit).
-pub struct Driver {
-    /// The entry points.
-    pub functions: Functions,
-    /// The file it came from, for messages ("libcuda.so.1", a simulated driver's name).
-    pub library: String,
+/// An opened driver: its entry points and the library that holds them ("libcuda.so.1", a simulated
+/// driver's name), which stays loaded for the life of the process.
+pub type Driver = Opened<Functions>;
+
+/// Resolves every entry point of [`Functions`] in `library`, or names the first one it lacks.
+pub fn resolve(library: &libloading::os::unix::Library) -> Result<Functions, &'static str> {
+    resolve_table!(
+        library,
+        Functions {
+            cuInit,
+            cuDriverGetVersion,
+            cuGetErrorName,
+            cuDeviceGetCount,
+            cuDeviceGet,
+            cuDeviceGetName,
+            cuDeviceGetAttribute,
+            cuDeviceTotalMem_v2,
+            cuDeviceCanAccessPeer,
+            cuDevicePrimaryCtxGetState,
+            cuDevicePrimaryCtxSetFlags_v2,
+            cuDevicePrimaryCtxRetain,
+            cuDevicePrimaryCtxRelease_v2,
+            cuCtxSetCurrent,
+            cuCtxSetLimit,
+            cuCtxEnablePeerAccess,
+            cuModuleLoadDataEx,
+            cuModuleUnload,
+            cuModuleGetFunction,
+            cuModuleGetGlobal_v2,
+            cuFuncGetAttribute,
+            cuLaunchKernel,
+            cuMemAlloc_v2,
+            cuMemFree_v2,
+            cuMemAllocHost_v2,
+            cuMemFreeHost,
+            cuMemAllocManaged,
+            cuMemHostRegister_v2,
+            cuMemHostUnregister,
+            cuMemHostGetDevicePointer_v2,
+            cuMemcpyHtoDAsync_v2,
+            cuMemcpyDtoHAsync_v2,
+            cuMemcpyDtoDAsync_v2,
+            cuMemcpyPeerAsync,
+            cuStreamCreate,
+            cuStreamDestroy_v2,
+            cuStreamSynchronize,
+            cuStreamQuery,
+            cuStreamWaitEvent,
+            cuEventCreate,
+            cuEventDestroy_v2,
+            cuEventRecord,
+            cuEventSynchronize,
+        }
+    )
 }
 
 impl Driver {
-    /// Opens the first of `candidates` that loads and resolves every entry point.
-    pub fn open(candidates: &[&str]) -> Result<Driver, OpenError> {
-        let opened = open_first(candidates, |library| {
-            resolve_table!(
-                library,
-                Functions {
-                    cuInit,
-                    cuDriverGetVersion,
-                    cuGetErrorName,
-                    cuDeviceGetCount,
-                    cuDeviceGet,
-                    cuDeviceGetName,
-                    cuDeviceGetAttribute,
-                    cuDeviceTotalMem_v2,
-                    cuDeviceCanAccessPeer,
-                    cuDevicePrimaryCtxGetState,
-                    cuDevicePrimaryCtxSetFlags_v2,
-                    cuDevicePrimaryCtxRetain,
-                    cuDevicePrimaryCtxRelease_v2,
-                    cuCtxSetCurrent,
-                    cuCtxSetLimit,
-                    cuCtxEnablePeerAccess,
-                    cuModuleLoadDataEx,
-                    cuModuleUnload,
-                    cuModuleGetFunction,
-                    cuModuleGetGlobal_v2,
-                    cuFuncGetAttribute,
-                    cuLaunchKernel,
-                    cuMemAlloc_v2,
-                    cuMemFree_v2,
-                    cuMemAllocHost_v2,
-                    cuMemFreeHost,
-                    cuMemAllocManaged,
-                    cuMemHostRegister_v2,
-                    cuMemHostUnregister,
-                    cuMemHostGetDevicePointer_v2,
-                    cuMemcpyHtoDAsync_v2,
-                    cuMemcpyDtoHAsync_v2,
-                    cuMemcpyDtoDAsync_v2,
-                    cuMemcpyPeerAsync,
-                    cuStreamCreate,
-                    cuStreamDestroy_v2,
-                    cuStreamSynchronize,
-                    cuStreamQuery,
-                    cuStreamWaitEvent,
-                    cuEventCreate,
-                    cuEventDestroy_v2,
-                    cuEventRecord,
-                    cuEventSynchronize,
-                }
-            )
-        })?;
-        Ok(Driver {
-            functions: opened.functions,
-            library: opened.library,
-        })
-    }
-
     /// The driver's name for `code` ("CUDA_ERROR_NO_DEVICE"), or "an unknown CUresult" when the
     /// driver has none.
     pub fn error_name(&self, code: CuResult) -> String {

@@ -58,6 +58,29 @@ pub fn open_first<T>(
     Err(last)
 }
 
+/// Opens a GPU driver library for the life of the process: the file a setting names (`chosen`), else
+/// the first of `defaults` that loads. A failure is the one-line reason the backend reports zero
+/// devices, naming `what` ("CUDA driver", "HSA runtime") and the library or the missing entry point.
+pub fn open_driver<T>(
+    chosen: Option<&str>,
+    defaults: &[&str],
+    what: &str,
+    resolve: impl Fn(&Library) -> Result<T, &'static str>,
+) -> crate::util::error::Result<&'static Opened<T>> {
+    use crate::util::error::Error;
+    let names: Vec<&str> = chosen.map_or_else(|| defaults.to_vec(), |path| vec![path]);
+    match open_first(&names, resolve) {
+        Ok(opened) => Ok(Box::leak(Box::new(opened))),
+        Err(OpenError::Library(why)) => Err(Error::Unsupported(format!(
+            "no {what}: cannot load {} ({why}); reporting 0 devices",
+            names.join(" or ")
+        ))),
+        Err(OpenError::Symbol { library, symbol }) => Err(Error::Unsupported(format!(
+            "the {what} {library} lacks {symbol} (too old?); reporting 0 devices"
+        ))),
+    }
+}
+
 /// Fills a table of entry points (a struct with one `unsafe extern "C" fn` field per entry point, named
 /// as the C symbol) from a [`Library`], returning the first missing symbol's name as the error:
 /// `resolve_table!(library, Functions { cuInit, cuDeviceGet })`. Every field's type must be the entry

@@ -2,15 +2,15 @@
 //! first (the driver then says it is registered already), and only the device that pinned a range may
 //! unpin it, so each device keeps its own set, cleared when the device is released.
 
-use std::collections::HashSet;
 use std::sync::Mutex;
 
+use crate::util::address_map::AddressSet;
 use crate::util::sync::lock;
 
 /// Start addresses of the ranges this device pinned.
 #[derive(Default)]
 pub struct PinnedByDevice {
-    starts: Mutex<HashSet<usize>>,
+    starts: Mutex<AddressSet>,
 }
 
 impl PinnedByDevice {
