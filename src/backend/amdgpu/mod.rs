@@ -461,7 +461,17 @@ impl Backend for AmdgpuBackend {
     ) -> Result<()> {
         let max = self.config.amdgpu.max_async_copy_bytes;
         // SAFETY: forwarded from this function's contract.
-        unsafe { queue.copy_to_device(&self.devices[device], &self.direct, max, dst, src, size) }
+        unsafe {
+            queue.copy_host(
+                &self.devices[device],
+                &self.direct,
+                max,
+                true,
+                src.cast_mut(),
+                dst,
+                size,
+            )
+        }
     }
 
     unsafe fn copy_to_host(
@@ -474,7 +484,17 @@ impl Backend for AmdgpuBackend {
     ) -> Result<()> {
         let max = self.config.amdgpu.max_async_copy_bytes;
         // SAFETY: forwarded from this function's contract.
-        unsafe { queue.copy_to_host(&self.devices[device], &self.direct, max, dst, src, size) }
+        unsafe {
+            queue.copy_host(
+                &self.devices[device],
+                &self.direct,
+                max,
+                false,
+                dst,
+                src.cast_mut(),
+                size,
+            )
+        }
     }
 
     fn can_exchange(&self, src_device: usize, dst_device: usize) -> bool {

@@ -311,29 +311,57 @@ impl AmdStream {
         }
     }
 
-    /// Copies `size` bytes from host memory `src` to device memory `dst`.
+    /// Copies `size` bytes between host memory at `host` and device memory at `device_ptr`, towards
+    /// the device when `to_device`, the stock plugin's way: asynchronously when the device reaches the
+    /// host memory directly, pinned and waited for when it is `max_async_bytes` or larger, else staged.
     ///
     /// # Safety
     /// Both ranges are valid for `size` bytes until the stream is synchronised.
-    pub unsafe fn copy_to_device(
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn copy_host(
         &self,
         device: &AmdDevice,
         direct: &DirectRanges,
         max_async_bytes: usize,
-        dst: *mut c_void,
-        src: *const c_void,
+        to_device: bool,
+        host: *mut c_void,
+        device_ptr: *mut c_void,
         size: usize,
     ) -> Result<()> {
         device.health.check()?;
-        let api = self.api();
-        if let Some(agent_src) = direct.agent_address(src, size) {
-            // SAFETY: per this function's contract; the device reaches `agent_src` directly.
-            return unsafe { self.async_copy(device, dst, agent_src, size) };
+        // (destination, source) of the copy, given where the device sees the host side.
+        let ends = |host: *mut c_void| {
+            if to_device {
+                (device_ptr, host.cast_const())
+            } else {
+                (host, device_ptr.cast_const())
+            }
+        };
+        if let Some(agent_host) = direct.agent_address(host, size) {
+            let (dst, src) = ends(agent_host);
+            // SAFETY: per this function's contract; the device reaches `agent_host` directly.
+            return unsafe { self.async_copy(device, dst, src, size) };
         }
         if size >= max_async_bytes {
             // SAFETY: per this function's contract.
-            return unsafe { self.copy_pinned_and_wait(device, src.cast_mut(), size, |host| (dst, host.cast_const())) };
+            return unsafe { self.copy_pinned_and_wait(device, host, size, ends) };
         }
+        let (dst, src) = ends(host);
+        if to_device {
+            // SAFETY: per this function's contract.
+            unsafe { self.stage_in(device, dst, src, size) }
+        } else {
+            // SAFETY: per this function's contract.
+            unsafe { self.stage_out(device, dst, src, size) }
+        }
+    }
+
+    /// A small copy of pageable host memory `src` to the device, through a staging buffer.
+    ///
+    /// # Safety
+    /// As for [`AmdStream::copy_host`].
+    unsafe fn stage_in(&self, device: &AmdDevice, dst: *mut c_void, src: *const c_void, size: usize) -> Result<()> {
+        let api = self.api();
         let staging = self.ready.staging.take(size)?;
         let mut state = lock(&self.state);
         // The host buffer may still be written by the operation before: then the host half runs on
@@ -397,29 +425,12 @@ impl AmdStream {
         }
     }
 
-    /// Copies `size` bytes from device memory `src` to host memory `dst`.
+    /// A small copy from the device to pageable host memory `dst`, through a staging buffer.
     ///
     /// # Safety
-    /// As for [`AmdStream::copy_to_device`].
-    pub unsafe fn copy_to_host(
-        &self,
-        device: &AmdDevice,
-        direct: &DirectRanges,
-        max_async_bytes: usize,
-        dst: *mut c_void,
-        src: *const c_void,
-        size: usize,
-    ) -> Result<()> {
-        device.health.check()?;
+    /// As for [`AmdStream::copy_host`].
+    unsafe fn stage_out(&self, device: &AmdDevice, dst: *mut c_void, src: *const c_void, size: usize) -> Result<()> {
         let api = self.api();
-        if let Some(agent_dst) = direct.agent_address(dst, size) {
-            // SAFETY: per this function's contract; the device reaches `agent_dst` directly.
-            return unsafe { self.async_copy(device, agent_dst, src, size) };
-        }
-        if size >= max_async_bytes {
-            // SAFETY: per this function's contract.
-            return unsafe { self.copy_pinned_and_wait(device, dst, size, |host| (host, src)) };
-        }
         let staging = self.ready.staging.take(size)?;
         let mut state = lock(&self.state);
         let deps = state.pending();
@@ -479,7 +490,7 @@ impl AmdStream {
     /// Copies `size` bytes from `src` to `dst`, both reached by the device directly.
     ///
     /// # Safety
-    /// As for [`AmdStream::copy_to_device`].
+    /// As for [`AmdStream::copy_host`].
     pub unsafe fn async_copy(
         &self,
         device: &AmdDevice,
@@ -495,7 +506,7 @@ impl AmdStream {
     /// `dst` (this device's own, or a peer GPU's it was given access to).
     ///
     /// # Safety
-    /// As for [`AmdStream::copy_to_device`].
+    /// As for [`AmdStream::copy_host`].
     pub unsafe fn copy_to_peer(
         &self,
         device: &AmdDevice,
@@ -529,7 +540,7 @@ impl AmdStream {
     /// address.
     ///
     /// # Safety
-    /// As for [`AmdStream::copy_to_device`].
+    /// As for [`AmdStream::copy_host`].
     unsafe fn copy_pinned_and_wait(
         &self,
         device: &AmdDevice,
