@@ -10,7 +10,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{build_program, median, run_text, Plugin};
+use support::{build_program, field, median, run_text, Plugin};
 
 /// Runs bench_rpc with `args` through our plugin and returns what it printed.
 fn run_bench(args: &[&str], env: &[(&str, &str)]) -> String {
@@ -26,17 +26,8 @@ fn run_bench(args: &[&str], env: &[(&str, &str)]) -> String {
     out.stdout
 }
 
-/// The number after `prefix` in `stdout`.
-fn value(stdout: &str, prefix: &str) -> f64 {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no '{prefix}' in {stdout}"))
-}
-
 fn measure(args: &[&str], env: &[(&str, &str)], prefix: &str) -> f64 {
-    value(&run_bench(args, env), prefix)
+    field(&run_bench(args, env), prefix)
 }
 
 fn main() {
@@ -121,8 +112,8 @@ fn main() {
     println!("first call after the device idled inside a running kernel (default ports):");
     for (idle_ms, reps) in [("1", "200"), ("100", "20"), ("1000", "4")] {
         let out = run_bench(&["wake", idle_ms, reps], &[]);
-        let p50 = value(&out, "first call after idling p50 ns:");
-        let p99 = value(&out, "first call after idling p99 ns:");
+        let p50 = field::<f64>(&out, "first call after idling p50 ns:");
+        let p99 = field::<f64>(&out, "first call after idling p99 ns:");
         println!("  after {idle_ms:>4} ms idle: p50 {p50:>8.0} ns, p99 {p99:>8.0} ns ({reps} calls)");
     }
     let cpu = measure(&["idle", "2"], &[], "cpu per second while idle:");

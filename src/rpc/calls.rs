@@ -4,8 +4,12 @@
 //! A slot is written only by its own thread: the call's fields with relaxed stores, published by the
 //! release store of `serial`, which is odd while a call is served and even between calls; readers on
 //! other threads see a call (a call that ends while it is read may show fields of the next one, which
-//! only affects a message) or an idle slot. Serving reads no clock: whoever needs a call's age (the
-//! stand-by thread, the watchdog) notes when it first saw that serial.
+//! only affects a message) or an idle slot. Slots carry no clock reading (serving reads the clock only
+//! when statistics or a trace are asked for): whoever needs a call's age (the stand-by thread, the
+//! watchdog) notes when it first saw that serial.
+//!
+//! The calling thread's own view of its call (which device it serves, the bytes the call moved) lives
+//! in one thread-local, `SERVING`, that [`begin`] sets and [`end`] restores.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -60,11 +64,6 @@ impl CallSlot {
     }
 }
 
-/// Nanoseconds on the trace's clock ([`super::trace::now_ns`]), never 0.
-pub fn now_ns() -> u64 {
-    super::trace::now_ns().max(1)
-}
-
 static SLOTS: Mutex<Vec<&'static CallSlot>> = Mutex::new(Vec::new());
 
 /// Gives the slot back when its thread ends.
@@ -77,20 +76,61 @@ impl Drop for Owned {
     }
 }
 
+/// What the calling thread is serving, as the thread itself sees it.
+#[derive(Clone, Copy)]
+struct Serving {
+    /// The device whose call the thread is serving, if any.
+    device: Option<usize>,
+    /// Whether the call's bytes are counted: only the statistics read them, so when they are off the
+    /// sums and string lengths are not even computed.
+    counting: bool,
+    /// Bytes the call moved to the host and to the device, so far.
+    moved: (u64, u64),
+}
+
+/// A thread that serves nothing.
+const IDLE: Serving = Serving {
+    device: None,
+    counting: false,
+    moved: (0, 0),
+};
+
 thread_local! {
     static MINE: Owned = Owned(take_slot());
-    /// Bytes the call this thread serves moved to the host and to the device, so far.
-    static MOVED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// What this thread is serving, while it is inside a call [`begin`] marked. libc's server calls
+    /// `exit` from the serving thread for a device `exit`, so teardown code can ask this (through
+    /// [`device_being_served`]) to avoid waiting on work that will never finish; and the checks of
+    /// what libc's handlers pass to the host's C library name the device in their messages.
+    static SERVING: Cell<Serving> = const { Cell::new(IDLE) };
 }
 
-/// The call being served on this thread delivered `bytes` to the host (a write, a handler's receive).
-pub fn moved_to_host(bytes: u64) {
-    MOVED.with(|m| m.set((m.get().0 + bytes, m.get().1)));
+/// The device whose call the calling thread is serving right now, if any.
+pub fn device_being_served() -> Option<usize> {
+    SERVING.with(Cell::get).device
 }
 
-/// The call being served on this thread got `bytes` from the host (a read, a handler's reply).
-pub fn moved_to_device(bytes: u64) {
-    MOVED.with(|m| m.set((m.get().0, m.get().1 + bytes)));
+/// The call being served on this thread delivered `bytes()` bytes to the host (a write, a handler's
+/// receive); `bytes` runs only when the call's bytes are counted.
+pub fn moved_to_host(bytes: impl FnOnce() -> u64) {
+    SERVING.with(|s| {
+        let mut serving = s.get();
+        if serving.counting {
+            serving.moved.0 += bytes();
+            s.set(serving);
+        }
+    });
+}
+
+/// The call being served on this thread got `bytes()` bytes from the host (a read, a handler's
+/// reply); `bytes` runs only when the call's bytes are counted.
+pub fn moved_to_device(bytes: impl FnOnce() -> u64) {
+    SERVING.with(|s| {
+        let mut serving = s.get();
+        if serving.counting {
+            serving.moved.1 += bytes();
+            s.set(serving);
+        }
+    });
 }
 
 /// What a finished call moved.
@@ -131,30 +171,39 @@ pub fn slots() -> Vec<&'static CallSlot> {
 /// device serves again on its thread), given back to [`end`] to be shown again.
 pub struct Outer {
     call: Option<Call>,
-    moved: (u64, u64),
+    serving: Serving,
 }
 
-/// Marks the start of serving `opcode` on `port` of `device` on this thread; returns what the
-/// thread was serving, for [`end`].
-pub fn begin(device: usize, port: u32, opcode: u16) -> Outer {
-    let moved = MOVED.try_with(|m| m.replace((0, 0))).unwrap_or_default();
+/// Marks the start of serving `opcode` on `port` of `device` on this thread, counting the bytes the
+/// call moves when `count_bytes` (the statistics are on); returns what the thread was serving, for
+/// [`end`].
+pub fn begin(device: usize, port: u32, opcode: u16, count_bytes: bool) -> Outer {
+    let serving = SERVING
+        .try_with(|s| {
+            s.replace(Serving {
+                device: Some(device),
+                counting: count_bytes,
+                moved: (0, 0),
+            })
+        })
+        .unwrap_or(IDLE);
     let call = with_slot(|slot| {
         let outer = slot.current();
         show(slot, device, port, opcode);
         outer
     })
     .flatten();
-    Outer { call, moved }
+    Outer { call, serving }
 }
 
 /// Marks the end of this thread's call; shows again what `outer` was serving; returns what the
-/// call moved.
+/// call moved (nothing, unless [`begin`] was asked to count).
 pub fn end(outer: Outer) -> Moved {
     with_slot(|slot| match outer.call {
         Some(call) => show(slot, call.device, call.port, call.opcode),
         None => slot.idle(),
     });
-    let (to_host, to_device) = MOVED.try_with(|m| m.replace(outer.moved)).unwrap_or_default();
+    let (to_host, to_device) = SERVING.try_with(|s| s.replace(outer.serving).moved).unwrap_or_default();
     Moved { to_host, to_device }
 }
 
@@ -181,9 +230,10 @@ mod tests {
     fn a_slot_shows_its_call_to_other_threads_and_is_reused_after_its_thread_ends() {
         let (slot, seen) = std::thread::spawn(|| {
             let slot = my_slot() as *const CallSlot as usize;
-            let outer = begin(4, 17, 0x8001);
-            moved_to_host(64);
-            moved_to_device(8);
+            let outer = begin(4, 17, 0x8001, true);
+            assert_eq!(device_being_served(), Some(4));
+            moved_to_host(|| 64);
+            moved_to_device(|| 8);
             let seen = slots()
                 .into_iter()
                 .find(|s| *s as *const CallSlot as usize == slot)
@@ -192,19 +242,30 @@ mod tests {
             let moved = end(outer);
             assert_eq!((moved.to_host, moved.to_device), (64, 8));
             assert_eq!(my_slot().current(), None);
-            let first = begin(4, 17, 0x8001);
-            moved_to_host(1);
+            let first = begin(4, 17, 0x8001, true);
+            moved_to_host(|| 1);
             let serial = my_slot().current().unwrap().serial;
             assert_ne!(serial, seen.serial, "a new call has a new serial");
             // A handler that serves again on its thread: the inner call shows, then the outer again.
-            let inner = begin(5, 2, 0x8002);
-            moved_to_host(10);
+            let inner = begin(5, 2, 0x8002, true);
+            moved_to_host(|| 10);
             assert_eq!(my_slot().current().unwrap().device, 5);
             assert_eq!(end(inner).to_host, 10);
             let again = my_slot().current().unwrap();
             assert_eq!((again.device, again.port, again.opcode), (4, 17, 0x8001));
+            assert_eq!(device_being_served(), Some(4), "the outer call's device is shown again");
             assert_eq!(end(first).to_host, 1, "the outer call's bytes are its own");
             assert_eq!(my_slot().current(), None);
+            assert_eq!(device_being_served(), None);
+            let uncounted = begin(4, 17, 0x8001, false);
+            moved_to_host(|| unreachable!("bytes are not counted"));
+            assert_eq!(
+                end(uncounted),
+                Moved {
+                    to_host: 0,
+                    to_device: 0
+                }
+            );
             (slot, seen)
         })
         .join()

@@ -198,7 +198,7 @@ impl Port<'_> {
         }
         // SAFETY: the port is live (constructor contract); `take` matches the callback type.
         unsafe { ffi::rpc_recv(self.raw, take, (&mut cursor as *mut Cursor).cast()) };
-        super::calls::moved_to_host(64 * u64::from(cursor.count));
+        super::calls::moved_to_host(|| 64 * u64::from(cursor.count));
         self.state = Exchange::Read { bytes: false };
         Ok(cursor.count)
     }
@@ -221,7 +221,7 @@ impl Port<'_> {
         }
         // SAFETY: as in `recv`.
         unsafe { ffi::rpc_send(self.raw, fill, (&mut cursor as *mut Cursor).cast()) };
-        super::calls::moved_to_device(64 * u64::from(cursor.count));
+        super::calls::moved_to_device(|| 64 * u64::from(cursor.count));
         self.state = Exchange::Replied;
         Ok(cursor.count)
     }
@@ -243,14 +243,14 @@ impl Port<'_> {
             )
         };
         self.state = Exchange::Read { bytes: true };
-        super::calls::moved_to_host(
+        super::calls::moved_to_host(|| {
             sizes
                 .iter()
                 .zip(&data)
                 .filter(|(_, p)| !p.is_null())
                 .map(|(n, _)| n)
-                .sum(),
-        );
+                .sum()
+        });
         Ok(data
             .into_iter()
             .zip(sizes)
@@ -274,7 +274,7 @@ impl Port<'_> {
         // SAFETY: both arrays hold `lanes` entries; libc reads `sizes[lane]` bytes at `ptrs[lane]`,
         // which `data` keeps alive for the call.
         unsafe { ffi::rpc_send_n(self.raw, ptrs.as_ptr(), sizes.as_mut_ptr()) };
-        super::calls::moved_to_device(sizes.iter().sum());
+        super::calls::moved_to_device(|| sizes.iter().sum());
         self.state = Exchange::Replied;
         Ok(())
     }

@@ -2,7 +2,6 @@
 //! through the device's heap, routes user opcodes to the handlers of [`super::registry`], and
 //! turns a request nobody handles into a clear error instead of a hang.
 
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -20,22 +19,15 @@ use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
 use crate::util::{fault, log};
 
-thread_local! {
-    /// The device whose requests this thread is serving, while it is inside `rpc_handle_server`.
-    /// libc's server calls `exit` from the serving thread for a device `exit`, so teardown code can
-    /// ask this to avoid waiting on work that will never finish; and the checks of what libc's
-    /// handlers pass to the host's C library name the device in their messages.
-    static SERVING: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-/// Whether the calling thread is serving RPC right now (see [`SERVING`]).
+/// Whether the calling thread is serving RPC right now (see [`device_being_served`]).
 pub fn this_thread_is_serving() -> bool {
-    SERVING.with(Cell::get).is_some()
+    device_being_served().is_some()
 }
 
-/// The device whose requests the calling thread is serving right now, if any.
+/// The device whose requests the calling thread is serving right now, if any: set while a call is
+/// served (see [`super::calls::begin`]), so teardown code can tell it runs on a serving thread.
 pub fn device_being_served() -> Option<usize> {
-    SERVING.with(Cell::get)
+    super::calls::device_being_served()
 }
 
 // In the shared object, the link wraps `exit` (see build.rs): the only caller of `exit` there is
@@ -98,7 +90,8 @@ pub struct RpcServer {
     /// Whether requests are served port by port through windows; otherwise by libc's whole-server
     /// scan (libc not laid out as expected, or `OMPRPC_RPC_SERVE=scan`).
     port_by_port: bool,
-    /// One window per port, opened when the port first receives a request (see [`super::window`]).
+    /// One window per port, opened when the port first receives a request (see [`super::window`]);
+    /// none when not serving port by port, as only that mode uses them.
     windows: Box<[PortWindow]>,
     /// Ports that received requests lately, looked at before every part of the scan, so that a warp
     /// that keeps its port is answered without waiting for a scan of every port.
@@ -180,8 +173,8 @@ unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
             // SAFETY: `data` is the server's `CallbackState`; `buffer` is a live packet of this port.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &mut *buffer) };
             buffer.data[0] = state.heap.malloc(buffer.data[0] as usize) as u64;
-            super::calls::moved_to_host(8);
-            super::calls::moved_to_device(8);
+            super::calls::moved_to_host(|| 8);
+            super::calls::moved_to_device(|| 8);
         }));
     }
     // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
@@ -195,7 +188,7 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             // SAFETY: as in `serve_malloc`.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &*buffer) };
             let ptr = buffer.data[0] as usize;
-            super::calls::moved_to_host(8);
+            super::calls::moved_to_host(|| 8);
             if ptr == 0 {
                 return;
             }
@@ -330,7 +323,9 @@ impl RpcServer {
             user_opcodes: Mutex::new(Vec::new()),
             callbacks: Callbacks::default(),
             port_by_port,
-            windows: (0..ports).map(|_| PortWindow::default()).collect(),
+            windows: (0..if port_by_port { ports } else { 0 })
+                .map(|_| PortWindow::default())
+                .collect(),
             recent: std::array::from_fn(|_| AtomicU32::new(NO_PORT)),
             recent_next: AtomicUsize::new(0),
             cursor: AtomicUsize::new(0),
@@ -359,6 +354,7 @@ impl RpcServer {
 
     /// Whether requests are served port by port through windows (see [`super::window`]), rather than
     /// by libc's scan of every port.
+    #[cfg(test)]
     pub fn serves_port_by_port(&self) -> bool {
         self.port_by_port
     }
@@ -495,7 +491,7 @@ impl RpcServer {
     /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
     /// `OMPRPC_TRACE`).
     fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, moved: super::calls::Moved) {
-        let ended = super::calls::now_ns();
+        let ended = super::trace::now_ns();
         if super::stats::enabled() {
             super::stats::global().record(&super::stats::Call {
                 device: self.device,
@@ -511,14 +507,10 @@ impl RpcServer {
         }
     }
 
-    /// When a call was seen, for the statistics and the trace; 0 (and no clock read) when neither is
-    /// asked for.
-    fn seen_at() -> u64 {
-        if super::stats::enabled() || super::trace::enabled() {
-            super::calls::now_ns()
-        } else {
-            0
-        }
+    /// When a call was seen, for the statistics and the trace; `None` (and no clock read) when
+    /// neither is asked for.
+    fn seen_at() -> Option<u64> {
+        (super::stats::enabled() || super::trace::enabled()).then(super::trace::now_ns)
     }
 
     /// The mask of active lanes in port `i`'s header.
@@ -639,17 +631,11 @@ impl RpcServer {
     fn observed(&self, port: usize, opcode: u16, serve: impl FnOnce() -> ffi::Status) -> ffi::Status {
         let began = Self::seen_at();
         // Read before serving: the header is the client's again once the reply is sent.
-        let lanes = if began != 0 {
-            self.lane_mask_of(port).count_ones()
-        } else {
-            0
-        };
-        let outer = SERVING.with(|s| s.replace(Some(self.device)));
-        let outer_call = super::calls::begin(self.device, port as u32, opcode);
+        let lanes = began.map_or(0, |_| self.lane_mask_of(port).count_ones());
+        let outer = super::calls::begin(self.device, port as u32, opcode, super::stats::enabled());
         let status = serve();
-        let moved = super::calls::end(outer_call);
-        SERVING.with(|s| s.set(outer));
-        if began != 0 {
+        let moved = super::calls::end(outer);
+        if let Some(began) = began {
             self.account(port as u32, opcode, lanes, began, moved);
         }
         status

@@ -220,7 +220,7 @@ pub mod checked {
         let written = pass_on(WRITE, stream, 0, || unsafe {
             (STDIO.fwrite)(data, size, count, stream)
         });
-        crate::rpc::calls::moved_to_host((written * size) as u64);
+        crate::rpc::calls::moved_to_host(|| (written * size) as u64);
         written
     }
 
@@ -238,7 +238,7 @@ pub mod checked {
         let written = pass_on(WRITE, stream, 0, || unsafe {
             (STDIO.fwrite_unlocked)(data, size, count, stream)
         });
-        crate::rpc::calls::moved_to_host((written * size) as u64);
+        crate::rpc::calls::moved_to_host(|| (written * size) as u64);
         written
     }
 
@@ -251,7 +251,7 @@ pub mod checked {
         let read = pass_on("fread", stream, 0, || unsafe {
             (STDIO.fread)(data, size, count, stream)
         });
-        crate::rpc::calls::moved_to_device((read * size) as u64);
+        crate::rpc::calls::moved_to_device(|| (read * size) as u64);
         read
     }
 
@@ -265,8 +265,9 @@ pub mod checked {
             (STDIO.fgets)(buffer, size, stream)
         });
         if !line.is_null() {
-            // SAFETY: fgets returned the buffer, which now holds a NUL-terminated line.
-            crate::rpc::calls::moved_to_device(unsafe { libc::strlen(line) } as u64);
+            // SAFETY: fgets returned the buffer, which now holds a NUL-terminated line; the length is
+            // taken (if at all) before this call returns.
+            crate::rpc::calls::moved_to_device(|| unsafe { libc::strlen(line) } as u64);
         }
         line
     }

@@ -70,7 +70,7 @@ pub fn start() {
 
 /// How messages name an opcode: libc's by name, user opcodes with their handler.
 pub fn describe_opcode(opcode: u16) -> String {
-    if opcode < ffi::opcode::FIRST_USER || ffi::opcode::name(opcode).is_some() {
+    if opcode < ffi::opcode::FIRST_USER {
         return ffi::opcode::Label(opcode).to_string();
     }
     match registry::registered(opcode) {
@@ -94,7 +94,8 @@ pub struct Watchdog {
     limit_ns: u64,
     /// Calls being served, by slot and call serial.
     serving: HashMap<(usize, u64), Seen>,
-    /// Requests nobody serves yet, by (device, port, client word): when first seen, whether reported.
+    /// Requests nobody serves yet, by (device, port, which request: the port window's served count
+    /// when serving port by port, else the client's word): when first seen, whether reported.
     waiting: HashMap<(usize, u32, u32), (u64, bool)>,
 }
 
@@ -121,7 +122,7 @@ impl Watchdog {
 
     /// [`Watchdog::look`], with the requests of `servers`.
     pub fn look_at(&mut self, servers: &[std::sync::Arc<super::server::RpcServer>]) -> Vec<String> {
-        let now = calls::now_ns();
+        let now = super::trace::now_ns();
         let mut lines = Vec::new();
         let mut being_served = HashSet::new();
         let mut still_open = HashSet::new();
