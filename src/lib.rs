@@ -1,6 +1,6 @@
 //! omprpc: a plugin for LLVM's OpenMP offloading runtime (libomptarget 16).
 //!
-//! The arrows run one way: [`abi`] (the C types and the exported shims) calls [`plugin`] (the generic
+//! The arrows run one way: [`abi`] (the C types and the exported shims) calls [`plugin`](mod@plugin) (the generic
 //! core), which calls a [`backend`] (one folder per device family) and [`rpc`] (host services for
 //! device code); all of them use [`util`] (errors, settings, messages, locking, maps, ELF reading).
 

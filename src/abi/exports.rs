@@ -5,7 +5,7 @@
 //!
 //! Device ids are plugin-local except for `data_lock`, `data_unlock`, `init_async_info` and
 //! `init_device_info`, which libomptarget 16 calls with the global OpenMP device number
-//! ([`device_numbers`](super::device_numbers) maps it).
+//! ([`device_numbers`] maps it).
 
 use std::ffi::{c_char, c_void, CStr};
 

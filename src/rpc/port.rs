@@ -54,7 +54,7 @@ impl Drop for HostBytes {
 /// data and hand the port back early, which desynchronises the protocol (the device then reads
 /// garbage, or both sides wait for ever); so it is refused, as is a reply before the request was read
 /// or a second reply, and a handler that returns without replying gets an empty one sent for it
-/// ([`Port::finish`]).
+/// (`Port::finish`).
 pub struct Port<'a> {
     raw: ffi::Port,
     /// For a user handler, its device and opcode: the protocol above is enforced, and refusals name
@@ -75,7 +75,7 @@ enum Exchange {
     Replied,
 }
 
-/// What [`Port::finish`] found.
+/// What `Port::finish` found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Finished {
     /// The handler received and replied.

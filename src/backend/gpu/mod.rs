@@ -2,7 +2,7 @@
 //! entry points ([`library`]), driver handles released exactly once ([`owned`]), the per-device
 //! caches of peer access ([`peers`]) and of host ranges a device pinned itself ([`pinned`]), and the
 //! default number of RPC ports, and, for the tests, what a simulated driver records of its calls
-//! ([`sim_calls`]). `cuda/` and `amdgpu/` keep only their driver's calls.
+//! (`sim_calls`). `cuda/` and `amdgpu/` keep only their driver's calls.
 
 pub mod library;
 pub mod owned;
