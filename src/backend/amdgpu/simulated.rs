@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::code_object::TargetId;
 use super::runtime::Runtime;
 use super::sys::{
     self, agent_info, agent_pool_info, device_type, isa_info, packet_type, pool_access, pool_global_flag, pool_info,
@@ -2104,31 +2105,6 @@ fn segments(bytes: &[u8], header: &elf::Header) -> Option<Vec<(usize, usize, usi
     Some(found)
 }
 
-/// EF_AMDGPU_MACH values of `e_flags` and the targets they stand for, for the ISA check.
-const MACHINES: [(u32, &str); 21] = [
-    (0x2c, "gfx900"),
-    (0x2d, "gfx902"),
-    (0x2e, "gfx904"),
-    (0x2f, "gfx906"),
-    (0x30, "gfx908"),
-    (0x31, "gfx909"),
-    (0x32, "gfx90c"),
-    (0x33, "gfx1010"),
-    (0x34, "gfx1011"),
-    (0x35, "gfx1012"),
-    (0x36, "gfx1030"),
-    (0x37, "gfx1031"),
-    (0x38, "gfx1032"),
-    (0x39, "gfx1033"),
-    (0x3d, "gfx1035"),
-    (0x3e, "gfx1034"),
-    (0x3f, "gfx90a"),
-    (0x40, "gfx940"),
-    (0x41, "gfx1100"),
-    (0x46, "gfx1101"),
-    (0x47, "gfx1102"),
-];
-
 fn u32_at(memory: usize, offset: usize) -> u32 {
     // SAFETY: callers check that `offset + 4` lies inside the loaded image at `memory`.
     unsafe { ((memory + offset) as *const u32).read_unaligned() }
@@ -2148,8 +2124,8 @@ fn load(w: &mut World, executable: u64, agent: usize, bytes: &[u8]) -> HsaStatus
         .gpu
         .map(|g| g.name.split(':').next().unwrap_or(g.name))
         .unwrap_or_default();
-    if let Some(&(_, mach)) = MACHINES.iter().find(|(m, _)| *m == header.flags & 0xff) {
-        if mach != target {
+    if let Some(processor) = TargetId::from_header(&header).map(|t| t.processor) {
+        if processor != target {
             return sys::HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS;
         }
     }
