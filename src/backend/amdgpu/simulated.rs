@@ -2643,6 +2643,7 @@ pub fn runtime() -> &'static Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::amdgpu::tests::code_object;
     use std::sync::atomic::AtomicU32;
 
     fn f() -> &'static Functions {
@@ -2765,14 +2766,6 @@ mod tests {
     fn wait_eq(s: HsaSignal, value: i64, timeout_ns: u64) -> i64 {
         // SAFETY: no preconditions in the simulation.
         unsafe { (f().hsa_signal_wait_scacquire)(s, signal_condition::EQ, value, timeout_ns, sys::wait_state::BLOCKED) }
-    }
-
-    fn image(arch: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/data/amdgpu/cuda_module-{arch}.hsaco",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     /// Loads `bytes` for `agent` through a code object reader, as a plugin would; frozen when asked.
@@ -3340,7 +3333,7 @@ mod tests {
     /// A loaded gfx90a image, its main_l15 kernel's name and kernel object, and kernarg memory (from
     /// the CPU's kernarg pool, opened to the GPU when `open`) holding `args`.
     fn kernel_setup(agents: &[HsaAgent], args: &[u64], open: bool) -> (HsaExecutable, String, u64, *mut c_void) {
-        let exe = load_image(agents[1], &image("gfx90a"), true).unwrap();
+        let exe = load_image(agents[1], &code_object("gfx90a"), true).unwrap();
         let kd = kernel_named(exe, "_l15.kd");
         let object: u64 = symbol_info(symbol(exe, agents[1], &kd).unwrap(), symbol_info::KERNEL_OBJECT).unwrap();
         let kernargs = allocate(pools(agents[0])[1], 64 + args.len() * 8).unwrap();
@@ -3560,7 +3553,7 @@ mod tests {
         let _serial = start(&[gpu("gfx90a")]);
         let agents = all_agents();
         let gfx90a = agents[1];
-        let bytes = image("gfx90a");
+        let bytes = code_object("gfx90a");
         let exe = load_image(gfx90a, &bytes, false).unwrap();
         let names = symbol_names(exe);
         for wanted in ["counter", "__omp_rtl_device_environment", "__llvm_libc_rpc_client"] {
@@ -3668,11 +3661,11 @@ mod tests {
         let _serial = start(&[gpu("gfx90a"), gpu("gfx906"), gpu("gfx1030")]);
         let agents = all_agents();
         assert_eq!(
-            load_image(agents[1], &image("gfx906"), true),
+            load_image(agents[1], &code_object("gfx906"), true),
             Err(sys::HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS)
         );
         assert_eq!(
-            load_image(agents[0], &image("gfx90a"), true),
+            load_image(agents[0], &code_object("gfx90a"), true),
             Err(sys::HSA_STATUS_ERROR_INVALID_AGENT)
         );
         assert_eq!(
@@ -3689,7 +3682,7 @@ mod tests {
             Err(sys::HSA_STATUS_ERROR_INVALID_CODE_OBJECT)
         );
         for (agent, arch) in [(agents[2], "gfx906"), (agents[3], "gfx1030")] {
-            let exe = load_image(agent, &image(arch), true).unwrap();
+            let exe = load_image(agent, &code_object(arch), true).unwrap();
             assert!(symbol(exe, agent, &kernel_named(exe, "_l20.kd")).is_ok());
             // SAFETY: `exe` is live.
             unsafe { assert_eq!((f().hsa_executable_destroy)(exe), 0) };
