@@ -322,10 +322,10 @@ pub struct World {
     pub misuse: Vec<String>,
     /// Queue errors, as (queue id, status) in the order they were raised.
     pub faults: Vec<(u64, HsaStatus)>,
-    /// For each pool allocate or free call that named a known pool or block, its index in [`World::log`]
+    /// For each pool allocate or free call that named a known pool or block, its index in `record.log`
     /// and the pool it was about.
     pub pool_calls: HashMap<usize, PoolUse>,
-    /// For each asynchronous copy accepted, its index in [`World::log`] and its direction.
+    /// For each asynchronous copy accepted, its index in `record.log` and its direction.
     pub copy_calls: HashMap<usize, CopyKind>,
     /// While set, the device starts no packet and no copy (as a busy GPU would not yet): queued work
     /// stays queued until [`hold`] lets it go.

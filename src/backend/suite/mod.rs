@@ -4,7 +4,8 @@
 //! each backend's simulated driver through a [`Harness`].
 //!
 //! A backend plugs in by implementing [`Harness`] over its simulated driver (the CUDA backend's is in
-//! `cuda/harness.rs`, the fake backend's in `plugin/tests.rs`) and instantiating the suite with
+//! `cuda/harness.rs`, the AMDGPU backend's in `amdgpu/harness.rs`, the fake backend's in
+//! `plugin/tests.rs`) and instantiating the suite with
 //! [`backend_suite!`](crate::backend_suite): `backend_suite!(cuda, CudaHarness);` makes one `#[test]` per
 //! suite test in a module `suite::cuda`, so that `cargo test --lib suite::cuda::` runs them all.
 //! Everything the suite cannot say without naming the driver (which calls an operation makes, what a
@@ -23,8 +24,9 @@ use crate::plugin::{HostEntry, LaunchRequest, PluginApi};
 pub(crate) type KernelBody = Arc<dyn Fn(&[u64]) + Send + Sync>;
 
 /// What a backend does for the core, in terms every driver has. A harness maps its driver's calls
-/// onto these (CUDA's `cuModuleUnload` is [`Op::UnloadModule`]; an HSA harness would map
-/// `hsa_queue_create` or its stream's creation to [`Op::CreateQueue`] and signals to the event ops).
+/// onto these (CUDA's `cuModuleUnload` is [`Op::UnloadModule`], and so is HSA's
+/// `hsa_executable_destroy`; the AMDGPU harness maps `hsa_queue_create` to [`Op::InitDevice`], its
+/// streams and events being the plugin's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Op {
     /// Preparing a device: retaining its context, setting limits, reading its attributes.
