@@ -39,8 +39,9 @@ deb [signed-by=$keyring] http://deb.debian.org/debian bookworm-updates main cont
 SOURCES
   aptopts="-o Dir::Etc::SourceList=$apt/sources.list -o Dir::Etc::SourceParts=/nonexistent \
     -o Dir::State::Lists=$apt/lists -o Dir::Cache=$apt/cache -o APT::Sandbox::User=root"
+  # Fresh package lists on every download: a kept cache's lists may name versions gone from the mirror.
   # shellcheck disable=SC2086 # the options are words
-  [ -f "$apt/updated" ] || { apt-get $aptopts update -qq && touch "$apt/updated"; }
+  apt-get $aptopts update -qq
   # shellcheck disable=SC2086
   (cd "$cache/debs" && apt-get $aptopts download "$@" >/dev/null)
 }

@@ -12,6 +12,7 @@ use std::ffi::{c_void, CStr, CString};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{Core, HostEntry, LaunchRequest, PluginApi};
+use crate::backend::gpu::sim_calls::CallRecord;
 use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
 use crate::backend::{
     AllocKind, Backend, DeviceLimits, ExecMode, GlobalSymbol, KernelSymbol, LaunchGeometry, NativeDevice,
@@ -31,10 +32,8 @@ enum Work {
 #[derive(Default)]
 struct World {
     log: Vec<String>,
-    /// Every hook's name, in the order they were called (see `FakeGpu::enter`).
-    calls: Vec<&'static str>,
-    /// The hook whose next call fails.
-    fail: Option<&'static str>,
+    /// Every hook called, in order, and the one whose next call fails (see `FakeGpu::enter`).
+    record: CallRecord<()>,
     /// Device allocations: address -> size.
     device_memory: HashMap<usize, usize>,
     /// Pinned host allocations: address -> size.
@@ -143,7 +142,7 @@ impl FakeGpu {
     /// fails, as the simulated CUDA driver does: on a real GPU it can deadlock.
     fn enter(&self, call: &'static str) -> Result<()> {
         let mut world = self.world();
-        world.calls.push(call);
+        let armed = world.record.enter(call);
         #[cfg(feature = "rpc")]
         if (call.starts_with("alloc") || call.starts_with("free")) && crate::rpc::server::this_thread_is_serving() {
             world
@@ -151,11 +150,7 @@ impl FakeGpu {
                 .push(format!("{call} while serving a host call of a running kernel"));
             return Err(injected(call));
         }
-        if world.fail == Some(call) {
-            world.fail = None;
-            return Err(injected(call));
-        }
-        Ok(())
+        armed.map_err(|()| injected(call))
     }
 
     fn device_alloc(&self, size: usize) -> *mut c_void {
@@ -1327,7 +1322,8 @@ impl Harness for FakeHarness {
 
     fn log(&self) -> Vec<Op> {
         self.world()
-            .calls
+            .record
+            .log
             .iter()
             .map(|call| {
                 FAKE_CALLS
@@ -1339,7 +1335,7 @@ impl Harness for FakeHarness {
     }
 
     fn driver_call_count(&self, call: &str) -> usize {
-        self.world().calls.iter().filter(|c| **c == call).count()
+        self.world().record.count(call)
     }
 
     fn driver_calls(op: Op) -> Vec<&'static str> {
@@ -1347,7 +1343,7 @@ impl Harness for FakeHarness {
     }
 
     fn fail_call(&self, call: &'static str) {
-        self.world().fail = Some(call);
+        self.world().record.arm(call, ());
     }
 
     fn failure_text(call: &str) -> Vec<String> {

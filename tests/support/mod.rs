@@ -198,9 +198,16 @@ impl Gpu {
     }
 }
 
-/// Builds `c_tests/<file>` for `gpu` with `-Wall -Werror` and returns the executable.
+/// Builds `c_tests/<file>` for `gpu` with `-Wall -Werror` once per test process and returns the
+/// executable.
 pub fn build_gpu_program(file: &str, gpu: Gpu) -> PathBuf {
     require_gpu_toolchains();
+    static BUILT: PathCache = OnceLock::new();
+    let key = format!("{file} {}", gpu.arch());
+    once_per_process(&BUILT, &key, || compile_gpu_program(file, gpu))
+}
+
+fn compile_gpu_program(file: &str, gpu: Gpu) -> PathBuf {
     let src = root().join("c_tests").join(file);
     let stem = Path::new(file).file_stem().unwrap().to_str().unwrap();
     let dir = scratch().join("gpu");

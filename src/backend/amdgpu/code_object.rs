@@ -420,16 +420,7 @@ mod tests {
 #[cfg(test)]
 mod real_images {
     use super::*;
-
-    /// A code object built by clang-16 from `c_tests/gpu/cuda_module.c` (committed; rebuilt by
-    /// `scripts/make-amdgpu-test-images.sh`).
-    pub(crate) fn code_object(arch: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/data/amdgpu/cuda_module-{arch}.hsaco",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-amdgpu-test-images.sh"))
-    }
+    use crate::backend::amdgpu::tests::code_object;
 
     #[test]
     fn clang_16s_code_objects_name_their_target_and_kernels() {

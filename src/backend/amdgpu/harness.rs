@@ -4,9 +4,9 @@
 //!
 //! Where the AMDGPU backend differs from CUDA's by design, the harness says so and the suite checks
 //! that instead: streams and events are the plugin's own (no driver call makes or destroys one; the
-//! HSA queues and signals they use are made and released with the device), GPUs do not copy to each
-//! other (as with LLVM 16's stock plugin), interop has no context (NULL) and names the device by its
-//! agent handle, and the simulated GPU runs queued work on its own, as a real one does.
+//! HSA queues and signals they use are made and released with the device), interop has no context
+//! (NULL) and names the device by its agent handle, and the simulated GPU runs queued work on its own,
+//! as a real one does. A copy between two GPUs goes peer to peer, as the suite checks for every backend.
 
 use std::sync::{Arc, MutexGuard};
 

@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::code_object::TargetId;
 use super::runtime::Runtime;
 use super::sys::{
     self, agent_info, agent_pool_info, device_type, isa_info, packet_type, pool_access, pool_global_flag, pool_info,
@@ -321,10 +322,10 @@ pub struct World {
     pub misuse: Vec<String>,
     /// Queue errors, as (queue id, status) in the order they were raised.
     pub faults: Vec<(u64, HsaStatus)>,
-    /// For each pool allocate or free call that named a known pool or block, its index in [`World::log`]
+    /// For each pool allocate or free call that named a known pool or block, its index in `record.log`
     /// and the pool it was about.
     pub pool_calls: HashMap<usize, PoolUse>,
-    /// For each asynchronous copy accepted, its index in [`World::log`] and its direction.
+    /// For each asynchronous copy accepted, its index in `record.log` and its direction.
     pub copy_calls: HashMap<usize, CopyKind>,
     /// While set, the device starts no packet and no copy (as a busy GPU would not yet): queued work
     /// stays queued until [`hold`] lets it go.
@@ -2104,31 +2105,6 @@ fn segments(bytes: &[u8], header: &elf::Header) -> Option<Vec<(usize, usize, usi
     Some(found)
 }
 
-/// EF_AMDGPU_MACH values of `e_flags` and the targets they stand for, for the ISA check.
-const MACHINES: [(u32, &str); 21] = [
-    (0x2c, "gfx900"),
-    (0x2d, "gfx902"),
-    (0x2e, "gfx904"),
-    (0x2f, "gfx906"),
-    (0x30, "gfx908"),
-    (0x31, "gfx909"),
-    (0x32, "gfx90c"),
-    (0x33, "gfx1010"),
-    (0x34, "gfx1011"),
-    (0x35, "gfx1012"),
-    (0x36, "gfx1030"),
-    (0x37, "gfx1031"),
-    (0x38, "gfx1032"),
-    (0x39, "gfx1033"),
-    (0x3d, "gfx1035"),
-    (0x3e, "gfx1034"),
-    (0x3f, "gfx90a"),
-    (0x40, "gfx940"),
-    (0x41, "gfx1100"),
-    (0x46, "gfx1101"),
-    (0x47, "gfx1102"),
-];
-
 fn u32_at(memory: usize, offset: usize) -> u32 {
     // SAFETY: callers check that `offset + 4` lies inside the loaded image at `memory`.
     unsafe { ((memory + offset) as *const u32).read_unaligned() }
@@ -2148,8 +2124,8 @@ fn load(w: &mut World, executable: u64, agent: usize, bytes: &[u8]) -> HsaStatus
         .gpu
         .map(|g| g.name.split(':').next().unwrap_or(g.name))
         .unwrap_or_default();
-    if let Some(&(_, mach)) = MACHINES.iter().find(|(m, _)| *m == header.flags & 0xff) {
-        if mach != target {
+    if let Some(processor) = TargetId::from_header(&header).map(|t| t.processor) {
+        if processor != target {
             return sys::HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS;
         }
     }
@@ -2667,6 +2643,7 @@ pub fn runtime() -> &'static Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::amdgpu::tests::code_object;
     use std::sync::atomic::AtomicU32;
 
     fn f() -> &'static Functions {
@@ -2789,14 +2766,6 @@ mod tests {
     fn wait_eq(s: HsaSignal, value: i64, timeout_ns: u64) -> i64 {
         // SAFETY: no preconditions in the simulation.
         unsafe { (f().hsa_signal_wait_scacquire)(s, signal_condition::EQ, value, timeout_ns, sys::wait_state::BLOCKED) }
-    }
-
-    fn image(arch: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/data/amdgpu/cuda_module-{arch}.hsaco",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     /// Loads `bytes` for `agent` through a code object reader, as a plugin would; frozen when asked.
@@ -3364,7 +3333,7 @@ mod tests {
     /// A loaded gfx90a image, its main_l15 kernel's name and kernel object, and kernarg memory (from
     /// the CPU's kernarg pool, opened to the GPU when `open`) holding `args`.
     fn kernel_setup(agents: &[HsaAgent], args: &[u64], open: bool) -> (HsaExecutable, String, u64, *mut c_void) {
-        let exe = load_image(agents[1], &image("gfx90a"), true).unwrap();
+        let exe = load_image(agents[1], &code_object("gfx90a"), true).unwrap();
         let kd = kernel_named(exe, "_l15.kd");
         let object: u64 = symbol_info(symbol(exe, agents[1], &kd).unwrap(), symbol_info::KERNEL_OBJECT).unwrap();
         let kernargs = allocate(pools(agents[0])[1], 64 + args.len() * 8).unwrap();
@@ -3584,7 +3553,7 @@ mod tests {
         let _serial = start(&[gpu("gfx90a")]);
         let agents = all_agents();
         let gfx90a = agents[1];
-        let bytes = image("gfx90a");
+        let bytes = code_object("gfx90a");
         let exe = load_image(gfx90a, &bytes, false).unwrap();
         let names = symbol_names(exe);
         for wanted in ["counter", "__omp_rtl_device_environment", "__llvm_libc_rpc_client"] {
@@ -3692,11 +3661,11 @@ mod tests {
         let _serial = start(&[gpu("gfx90a"), gpu("gfx906"), gpu("gfx1030")]);
         let agents = all_agents();
         assert_eq!(
-            load_image(agents[1], &image("gfx906"), true),
+            load_image(agents[1], &code_object("gfx906"), true),
             Err(sys::HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS)
         );
         assert_eq!(
-            load_image(agents[0], &image("gfx90a"), true),
+            load_image(agents[0], &code_object("gfx90a"), true),
             Err(sys::HSA_STATUS_ERROR_INVALID_AGENT)
         );
         assert_eq!(
@@ -3713,7 +3682,7 @@ mod tests {
             Err(sys::HSA_STATUS_ERROR_INVALID_CODE_OBJECT)
         );
         for (agent, arch) in [(agents[2], "gfx906"), (agents[3], "gfx1030")] {
-            let exe = load_image(agent, &image(arch), true).unwrap();
+            let exe = load_image(agent, &code_object(arch), true).unwrap();
             assert!(symbol(exe, agent, &kernel_named(exe, "_l20.kd")).is_ok());
             // SAFETY: `exe` is live.
             unsafe { assert_eq!((f().hsa_executable_destroy)(exe), 0) };

@@ -12,6 +12,8 @@ use crate::util::config::Config;
 
 use super::harness::MI250;
 
+/// A code object built by clang-16 from `c_tests/gpu/cuda_module.c` (committed; rebuilt by
+/// `scripts/make-amdgpu-test-images.sh`).
 pub(super) fn code_object(arch: &str) -> Vec<u8> {
     let path = format!(
         "{}/tests/data/amdgpu/cuda_module-{arch}.hsaco",

@@ -150,14 +150,7 @@ impl Harness for CudaHarness {
     }
 
     fn driver_call_count(&self, call: &str) -> usize {
-        simulated::world()
-            .as_ref()
-            .unwrap()
-            .record
-            .calls
-            .get(call)
-            .copied()
-            .unwrap_or(0)
+        simulated::world().as_ref().unwrap().record.count(call)
     }
 
     fn driver_calls(op: Op) -> Vec<&'static str> {
