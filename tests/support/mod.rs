@@ -238,7 +238,10 @@ fn compile_gpu_program(file: &str, gpu: Gpu) -> PathBuf {
 
 /// The device image that `exe` carries for `gpu`, as libomptarget hands it to a plugin.
 pub fn extract_image(exe: &Path, gpu: Gpu) -> Vec<u8> {
-    let out = exe.with_extension(format!("{}.image", gpu.arch()));
+    // A name of this call's own: tests running at once may extract from the same program.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = exe.with_extension(format!("{}.{}.{call}.image", gpu.arch(), std::process::id()));
     let _ = std::fs::remove_file(&out);
     let status = Command::new("clang-offload-packager-16")
         .arg(exe)
@@ -255,7 +258,9 @@ pub fn extract_image(exe: &Path, gpu: Gpu) -> Vec<u8> {
         "no {gpu:?} image in {}",
         exe.display()
     );
-    std::fs::read(out).unwrap()
+    let image = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    image
 }
 
 /// Scratch space for the tests, inside the target directory.
