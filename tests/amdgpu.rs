@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use support::{plugin_dir_as, Gpu};
 
@@ -24,22 +23,8 @@ const HSA_INIT_WITHOUT_GPU: &str = "HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)";
 /// Runs `exe` with the plugins in `plugin_dir` first on the search path (then the HSA runtime's
 /// directory, for the libraries it loads) and `env`.
 fn run_with_plugins(exe: &Path, plugin_dir: &Path, env: &[(&str, &str)]) -> (bool, String, String) {
-    let mut cmd = Command::new(exe);
     let search = format!("{}:{}", plugin_dir.display(), support::real_libhsa_dir().display());
-    cmd.env("LD_LIBRARY_PATH", search)
-        .env_remove("LIBOMPTARGET_INFO")
-        .env_remove("OMPRPC_BACKEND")
-        .env_remove("OMPRPC_HSA_LIBRARY")
-        .env_remove("OMPRPC_CUDA_LIBRARY");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = support::run_with_limit(cmd, std::time::Duration::from_secs(60));
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    support::run_with_search_path(exe, &search, env)
 }
 
 fn real_libhsa() -> String {

@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::process::Command;
 
 use support::abi::*;
 use support::{plugin_dir_as, Gpu};
@@ -15,20 +14,7 @@ const CUDA_PLUGIN: &str = "libomptarget.rtl.cuda.nextgen.so";
 
 /// Runs `exe` with our plugin as the CUDA plugin (and the stock host plugin) and `env`.
 fn run_as_cuda_plugin(exe: &std::path::Path, env: &[(&str, &str)]) -> (bool, String, String) {
-    let mut cmd = Command::new(exe);
-    cmd.env("LD_LIBRARY_PATH", plugin_dir_as(CUDA_PLUGIN))
-        .env_remove("LIBOMPTARGET_INFO")
-        .env_remove("OMPRPC_BACKEND")
-        .env_remove("OMPRPC_CUDA_LIBRARY");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = support::run_with_limit(cmd, std::time::Duration::from_secs(60));
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    support::run_with_search_path(exe, plugin_dir_as(CUDA_PLUGIN).to_str().unwrap(), env)
 }
 
 #[test]

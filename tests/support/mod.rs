@@ -442,6 +442,27 @@ pub fn run(exe: &Path, args: &[&str], plugin: Plugin, env: &[(&str, &str)]) -> O
     run_with_limit(cmd, RUN_LIMIT)
 }
 
+/// Runs `exe` with `search` as its `LD_LIBRARY_PATH` (where libomptarget finds the plugins under
+/// test), none of the plugin's settings but those in `env`, and a minute's limit; returns whether it
+/// succeeded, its stdout and its stderr.
+pub fn run_with_search_path(exe: &Path, search: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_LIBRARY_PATH", search)
+        .env_remove("LIBOMPTARGET_INFO")
+        .env_remove("OMPRPC_BACKEND")
+        .env_remove("OMPRPC_HSA_LIBRARY")
+        .env_remove("OMPRPC_CUDA_LIBRARY");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run_with_limit(cmd, std::time::Duration::from_secs(60));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Runs `cmd` to completion, killing it after `limit`; output goes through files so that a full pipe
 /// can never stall it.
 pub fn run_with_limit(mut cmd: Command, limit: std::time::Duration) -> Output {
