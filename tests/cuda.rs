@@ -6,7 +6,6 @@
 
 mod support;
 
-
 use support::abi::*;
 use support::{plugin_dir_as, Gpu};
 
