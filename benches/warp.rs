@@ -16,7 +16,8 @@ use omprpc::rpc::port::{Packet, Port};
 use omprpc::rpc::registry::{self, UserHandler};
 use omprpc::rpc::server::RpcServer;
 use omprpc::rpc::service;
-use omprpc::rpc::simulated::{HostMemory, SimulatedDevice, SimulatedWarp};
+use omprpc::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+use omprpc::rpc::HostMemory;
 
 const OP_ECHO: u16 = 0x8501;
 const ROUNDS: usize = 7;

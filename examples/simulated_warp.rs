@@ -20,7 +20,8 @@ use omprpc::rpc::port::{Packet, Port};
 use omprpc::rpc::registry::{self, UserHandler};
 use omprpc::rpc::server::RpcServer;
 use omprpc::rpc::service;
-use omprpc::rpc::simulated::{HostMemory, LanePrintf, SimulatedDevice, SimulatedWarp};
+use omprpc::rpc::simulated::{LanePrintf, SimulatedDevice, SimulatedWarp};
+use omprpc::rpc::HostMemory;
 
 const OP_SCALE: u16 = 0x8401;
 const OP_REVERSE: u16 = 0x8402;

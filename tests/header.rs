@@ -36,7 +36,7 @@ fn checked_in_header_matches_the_api() {
 fn the_device_header_has_the_mailbox_layout() {
     use omprpc::rpc::mailbox::{HEADER_BYTES, HEADER_OPCODE_OFFSET, PACKET_BYTES};
     use omprpc::rpc::server::RpcServer;
-    use omprpc::rpc::simulated::HostMemory;
+    use omprpc::rpc::HostMemory;
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = std::env::temp_dir().join(format!("omprpc-client-layout-{}", std::process::id()));

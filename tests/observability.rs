@@ -98,6 +98,38 @@ fn the_trace_holds_one_span_per_call_inside_its_kernel() {
 }
 
 #[test]
+fn calls_after_lulls_are_counted_and_traced_alone() {
+    // 20 calls, each after 10 ms in which the serving thread rehearses calls of its own to keep warm;
+    // only the program's 21 calls may show.
+    let exe = build_program("bench_rpc.c");
+    let dir = support::scratch().join("trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("lulls.json");
+    let _ = std::fs::remove_file(&path);
+    let out = run_text(
+        &exe,
+        &["wake", "10", "20"],
+        Plugin::Ours,
+        &[("OMPRPC_STATS", "1"), ("OMPRPC_TRACE", path.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let rows: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("omprpc stats:") && !l.contains("opcode"))
+        .collect();
+    assert_eq!(rows.len(), 1, "one device, one opcode: {}", out.stderr);
+    let row = stats_row(&out.stderr, "0", "user 0x8100");
+    assert_eq!(&row[2..4], ["21", "21"], "calls and lanes: {row:?}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("the trace is valid JSON");
+    let events = json["traceEvents"].as_array().unwrap();
+    let calls: Vec<_> = events.iter().filter(|e| e["cat"] == "host call").collect();
+    assert_eq!(calls.len(), 21, "one span per call of the program");
+    assert!(calls.iter().all(|c| c["name"] == "user 0x8100"), "{calls:?}");
+}
+
+#[test]
 fn a_program_prints_the_stats_when_it_asks() {
     let exe = build_program("rpc_stats_print.c");
     let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_STATS", "1")]);

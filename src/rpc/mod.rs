@@ -21,6 +21,8 @@ pub mod port;
 #[cfg(feature = "rpc")]
 pub mod registry;
 #[cfg(feature = "rpc")]
+pub mod rehearsal;
+#[cfg(feature = "rpc")]
 pub mod server;
 #[cfg(feature = "rpc")]
 pub mod service;
@@ -39,7 +41,7 @@ pub mod window;
 
 use std::ffi::c_void;
 
-use crate::util::error::Result;
+use crate::util::error::{Error, Result};
 
 /// The name of the symbol through which a device image asks for host services.
 pub const CLIENT_SYMBOL: &std::ffi::CStr = c"__llvm_libc_rpc_client";
@@ -60,6 +62,42 @@ pub trait DeviceMemory: Send + Sync {
     /// # Safety
     /// `ptr` came from `alloc_shared` and was not freed since.
     unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()>;
+}
+
+/// Host memory as a device's, for mailboxes that only this process uses: the serving thread's
+/// rehearsals ([`rehearsal`]), and tests and benchmarks that play the device from a host thread.
+pub struct HostMemory;
+
+impl DeviceMemory for HostMemory {
+    fn alloc(&self, size: usize) -> Result<*mut c_void> {
+        // SAFETY: malloc has no preconditions; null is handled.
+        let ptr = unsafe { libc::malloc(size.max(1)) };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory { size });
+        }
+        Ok(ptr)
+    }
+
+    unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: per the trait's contract, `ptr` came from `alloc`.
+        unsafe { libc::free(ptr) };
+        Ok(())
+    }
+
+    fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
+        // SAFETY: calloc has no preconditions and returns zeroed memory, as the mailbox must be.
+        let ptr = unsafe { libc::calloc(1, size) };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory { size });
+        }
+        Ok(ptr)
+    }
+
+    unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: per the trait's contract, `ptr` came from `alloc_shared`.
+        unsafe { libc::free(ptr) };
+        Ok(())
+    }
 }
 
 /// Prints the statistics (`OMPRPC_STATS`) and writes the trace (`OMPRPC_TRACE`), once: at the end

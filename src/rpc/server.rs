@@ -100,6 +100,9 @@ pub struct RpcServer {
     recent_next: AtomicUsize,
     /// Where the next part of the scan starts.
     cursor: AtomicUsize,
+    /// Whether its calls are shown to the stand-by thread and the watchdog and go to the statistics
+    /// and the trace: a device's are, a rehearsal's ([`super::rehearsal`]) are not.
+    accounted: bool,
 }
 
 /// How many recently used ports each server watches between parts of its scan.
@@ -272,6 +275,30 @@ impl RpcServer {
         memory: Arc<dyn DeviceMemory>,
         heap: Arc<DeviceHeap>,
     ) -> Result<Arc<RpcServer>> {
+        RpcServer::build(device, ports, lane_size, memory, heap, true)
+    }
+
+    /// A server of one port of `lane_size` lanes in host memory, for the serving thread's rehearsals:
+    /// its calls reach no statistics, trace or watchdog, and `answer` serves `opcode`.
+    pub(super) fn for_rehearsals(lane_size: u32, opcode: u16, answer: ffi::OpcodeCallback) -> Result<Arc<RpcServer>> {
+        let memory: Arc<dyn DeviceMemory> = Arc::new(super::HostMemory);
+        let heap = DeviceHeap::new(super::rehearsal::DEVICE, Arc::clone(&memory), None)?;
+        let server = RpcServer::build(super::rehearsal::DEVICE, 1, lane_size, memory, heap, false)?;
+        if let Err(e) = server.register(opcode, answer, std::ptr::null_mut()) {
+            let _ = server.shutdown();
+            return Err(e);
+        }
+        Ok(server)
+    }
+
+    fn build(
+        device: usize,
+        ports: u32,
+        lane_size: u32,
+        memory: Arc<dyn DeviceMemory>,
+        heap: Arc<DeviceHeap>,
+        accounted: bool,
+    ) -> Result<Arc<RpcServer>> {
         if ports == 0 || ports as usize > super::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
                 "{ports} RPC ports is not from 1 to {}",
@@ -329,6 +356,7 @@ impl RpcServer {
             recent: std::array::from_fn(|_| AtomicU32::new(NO_PORT)),
             recent_next: AtomicUsize::new(0),
             cursor: AtomicUsize::new(0),
+            accounted,
         });
         let state = (&*server.callback_state as *const CallbackState).cast_mut().cast();
         let registered = server
@@ -629,6 +657,9 @@ impl RpcServer {
     /// while it runs, and added to the statistics and the trace when asked for. A handler that waits
     /// for the device may serve again on this thread, so what the thread served before is restored.
     fn observed(&self, port: usize, opcode: u16, serve: impl FnOnce() -> ffi::Status) -> ffi::Status {
+        if !self.accounted {
+            return serve();
+        }
         let began = Self::seen_at();
         // Read before serving: the header is the client's again once the reply is sent.
         let lanes = began.map_or(0, |_| self.lane_mask_of(port).count_ones());

@@ -1,7 +1,8 @@
 //! The threads that serve every device with an RPC server. One of them, the *scanner*, polls every
 //! server while any kernel that may call the host is running: it spins, then yields the processor
 //! between polls (so a first call after a lull is seen within microseconds, and device threads that
-//! share the host's cores get them), and sleeps on a condition variable, using no CPU, when no such
+//! share the host's cores get them), rehearsing a call now and then so that the serving path stays in
+//! the caches ([`rehearsal`]), and sleeps on a condition variable, using no CPU, when no such
 //! kernel runs. A *stand-by* thread looks every millisecond ([`TAKEOVER_AFTER`]) at what the scanner
 //! serves; when it sees one call at two looks in a row (a handler reading stdin, a write to a slow
 //! file system), the stand-by becomes the scanner and starts a new stand-by, so that other ports and other
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use super::calls::{self, CallSlot};
 
-use super::registry;
+use super::{registry, rehearsal};
 use crate::util::error::{Error, Result};
 use crate::util::sync::{fork_generation, lock, wait};
 use crate::util::{fault, log};
@@ -236,6 +237,7 @@ fn wait_for_kernels(service: &Service) {
 /// Polls every server while this thread is the scanner; returns when another thread took over.
 fn scan(service: &'static Service, me: *mut CallSlot) -> Role {
     let mut quiet_rounds = 0u32;
+    let mut rehearsals = rehearsal::Schedule::default();
     let mut seen = registry::generation();
     let mut servers = registry::servers();
     loop {
@@ -260,12 +262,16 @@ fn scan(service: &'static Service, me: *mut CallSlot) -> Role {
             served |= server.serve_once();
         }
         if served {
+            if quiet_rounds >= SPIN_ROUNDS {
+                rehearsals.served();
+            }
             quiet_rounds = 0;
         } else if quiet_rounds < SPIN_ROUNDS {
             quiet_rounds += 1;
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
+            rehearsals.quiet(&servers);
         }
     }
 }

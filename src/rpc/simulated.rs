@@ -5,52 +5,15 @@
 //! so that the server side of GPU host services (per-lane printf, byte strings, malloc/free, user
 //! opcodes, partial lane masks, exit) runs in tests and benchmarks on a machine without a GPU.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::CStr;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET, PACKET_BYTES};
 use super::server::RpcServer;
-use super::DeviceMemory;
-use crate::util::error::{Error, Result};
 
 /// Bytes of payload in the first packet of a byte string (the rest of it holds the size).
 const FIRST_CHUNK: usize = PACKET_BYTES - 8;
-
-/// Host memory standing in for a device's: the "device" is this process.
-pub struct HostMemory;
-
-impl DeviceMemory for HostMemory {
-    fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        // SAFETY: malloc has no preconditions; null is handled.
-        let ptr = unsafe { libc::malloc(size.max(1)) };
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory { size });
-        }
-        Ok(ptr)
-    }
-
-    unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc`.
-        unsafe { libc::free(ptr) };
-        Ok(())
-    }
-
-    fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
-        // SAFETY: calloc has no preconditions and returns zeroed memory, as the mailbox must be.
-        let ptr = unsafe { libc::calloc(1, size) };
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory { size });
-        }
-        Ok(ptr)
-    }
-
-    unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc_shared`.
-        unsafe { libc::free(ptr) };
-        Ok(())
-    }
-}
 
 /// The client side of one device's mailbox: the lock bits that the device's warps share.
 pub struct SimulatedDevice {
