@@ -85,11 +85,15 @@ impl DeviceMemory for HostMemory {
     }
 
     fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
-        // SAFETY: calloc has no preconditions and returns zeroed memory, as the mailbox must be.
-        let ptr = unsafe { libc::calloc(1, size) };
-        if ptr.is_null() {
+        // Page-aligned, as a driver's pinned memory is: no other data of the process shares the
+        // mailbox's cache lines (the server's and the client's words would bounce with it).
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: `ptr` is writable; the alignment is a power of two and a multiple of the pointer size.
+        if unsafe { libc::posix_memalign(&mut ptr, 4096, size.max(1)) } != 0 || ptr.is_null() {
             return Err(Error::OutOfMemory { size });
         }
+        // SAFETY: `ptr` holds `size` bytes; the mailbox must start zeroed.
+        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, size) };
         Ok(ptr)
     }
 
