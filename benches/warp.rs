@@ -3,9 +3,10 @@
 //! 4,096 ports. Prints a table of the round trip of one call (one packet per lane each way, every lane
 //! active) and the lanes served per second; then what each other loaded image costs a call, as every
 //! image has a server of its own (idle servers of the same size in service beside the busy one). The
-//! median of several rounds is reported. The port table is measured twice, in two processes: serving
-//! port by port (the plugin's way) and with libc's scan of every port (`OMPRPC_RPC_SERVE=scan`, the
-//! way before), side by side.
+//! median of several rounds is reported. The port table measures each point in a process of its own,
+//! serving port by port (the plugin's way) and with libc's scan of every port (`OMPRPC_RPC_SERVE=scan`,
+//! the way before) one after the other, round by round. It also prints one warp's call at 4,096 ports
+//! over the same at 16, measured alternately, and the protocol's own floor.
 //!
 //! Run with `cargo bench --bench warp`.
 
@@ -87,13 +88,13 @@ fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize, warps: usize)
     ns
 }
 
-/// Nanoseconds per call of one warp of `lanes` lanes against a bare server: a thread that answers
-/// port 0 of the mailbox directly (waits for the request, copies every lane's packet back, flips its
+/// Nanoseconds per call of one warp of `lanes` lanes against a bare server of `ports` ports: a thread
+/// that answers port 0 of the mailbox directly (waits for the request, copies every lane's packet back, flips its
 /// word), with neither libc's server nor the plugin. What any server costs with this mailbox protocol
 /// on this machine: the floor under the plugin's figure.
-fn protocol_floor(lanes: usize, calls: usize) -> f64 {
+fn protocol_floor(ports: u32, lanes: usize, calls: usize) -> f64 {
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-    let server = RpcServer::new(0, 16, lanes as u32, Arc::new(HostMemory)).unwrap();
+    let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
     let device = SimulatedDevice::new(Arc::clone(&server));
     let (base, layout) = (server.mailbox_address(), server.layout());
     let done = AtomicBool::new(false);
@@ -140,45 +141,83 @@ fn protocol_floor(lanes: usize, calls: usize) -> f64 {
     ns
 }
 
+/// Pairs measured for [`port_count_ratio`].
+const PAIRS: usize = 21;
+
+/// One warp's ns per call at 4,096 ports over the same at 16 ports, pair by pair (16 and 4,096 one
+/// after the other, which goes first alternating, so that the machine's drift falls on both):
+/// median, first and third quartile of the ratios; `call` measures one point (ports, lanes).
+fn port_count_ratio(lanes: usize, call: impl Fn(u32, usize) -> f64) -> (f64, f64, f64) {
+    let mut ratios: Vec<f64> = (0..PAIRS)
+        .map(|pair| {
+            let (few, many) = if pair % 2 == 0 {
+                let few = call(16, lanes);
+                (few, call(4096, lanes))
+            } else {
+                let many = call(4096, lanes);
+                (call(16, lanes), many)
+            };
+            many / few
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    (ratios[PAIRS / 2], ratios[PAIRS / 4], ratios[3 * PAIRS / 4])
+}
+
 /// Warps calling at once in the throughput columns.
 const WARPS: usize = 4;
 
-/// The port table: (ports, lanes, ns per call of one warp, ns per call of [`WARPS`] warps at once)
-/// for the serving way this process was started with.
-fn port_table() -> Vec<(u32, usize, f64, f64)> {
-    let mut rows = Vec::new();
-    for ports in [16u32, 256, 1024, 4096] {
-        for lanes in [1usize, 32, 64] {
-            let calls = if ports >= 1024 { 5_000 } else { 20_000 };
-            let one = median((0..ROUNDS).map(|_| round_trip(ports, lanes, calls, 0, 1)).collect());
-            let many = median((0..ROUNDS).map(|_| round_trip(ports, lanes, calls, 0, WARPS)).collect());
-            rows.push((ports, lanes, one, many));
-        }
-    }
-    rows
-}
-
-/// The port table measured in a child process serving with libc's scan of every port.
-fn port_table_of_whole_server_scan() -> Vec<(u32, usize, f64, f64)> {
+/// Ns per call of `warps` warps of `lanes` lanes at `ports` ports, measured in a child process
+/// serving the way `serve` names (`port`: the plugin's; `scan`: libc's scan of every port).
+fn in_child(ports: u32, lanes: usize, warps: usize, serve: &str) -> f64 {
+    // Tens of milliseconds of calls, so that a process's start (threads, the ports' windows) and the
+    // 2-core machine's scheduling weigh little.
+    let calls = match lanes {
+        1 => 100_000,
+        32 => 40_000,
+        _ => 25_000,
+    };
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .arg("--port-table")
-        .env("OMPRPC_RPC_SERVE", "scan")
+        .args([
+            "--point",
+            &ports.to_string(),
+            &lanes.to_string(),
+            &warps.to_string(),
+            &calls.to_string(),
+        ])
+        .env("OMPRPC_RPC_SERVE", serve)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let v: Vec<&str> = line.split_whitespace().collect();
-            (
-                v[0].parse().unwrap(),
-                v[1].parse().unwrap(),
-                v[2].parse().unwrap(),
-                v[3].parse().unwrap(),
-            )
-        })
-        .collect()
+    String::from_utf8(out.stdout).unwrap().trim().parse().unwrap()
+}
+
+/// One row of the port table: the median ns per call of one warp and of [`WARPS`] warps, serving
+/// port by port and with libc's scan, and the median of the rounds' ratios of lanes per second
+/// (port by port over scan, [`WARPS`] warps). Each round measures both ways one after the other (which
+/// goes first alternating), so that the machine's drift falls on both.
+fn port_table_row(ports: u32, lanes: usize) -> [f64; 5] {
+    let mut columns: [Vec<f64>; 5] = Default::default();
+    for round in 0..ROUNDS {
+        let both = |warps: usize| {
+            if round % 2 == 0 {
+                let port = in_child(ports, lanes, warps, "port");
+                (port, in_child(ports, lanes, warps, "scan"))
+            } else {
+                let scan = in_child(ports, lanes, warps, "scan");
+                (in_child(ports, lanes, warps, "port"), scan)
+            }
+        };
+        let (one, one_scan) = both(1);
+        let (many, many_scan) = both(WARPS);
+        for (column, value) in columns
+            .iter_mut()
+            .zip([one, one_scan, many, many_scan, many_scan / many])
+        {
+            column.push(value);
+        }
+    }
+    columns.map(median)
 }
 
 fn main() {
@@ -186,26 +225,40 @@ fn main() {
         return;
     }
     registry::register_handler(OP_ECHO, Box::new(Echo)).unwrap();
-    if std::env::args().any(|a| a == "--port-table") {
-        for (ports, lanes, one, many) in port_table() {
-            println!("{ports} {lanes} {one} {many}");
-        }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--point") {
+        let value = |i: usize| args[at + i].parse::<usize>().unwrap();
+        let ns = round_trip(value(1) as u32, value(2), value(4), 0, value(3));
+        println!("{ns}");
         return;
     }
     println!("simulated warp: one user call (one packet per lane each way), median of {ROUNDS} rounds;");
-    println!("port by port (the plugin's way) beside libc's scan of every port (OMPRPC_RPC_SERVE=scan);");
-    println!("lanes/s: {WARPS} warps calling at once from ports of their own");
-    let scan = port_table_of_whole_server_scan();
+    println!("port by port (the plugin's way) beside libc's scan of every port (OMPRPC_RPC_SERVE=scan),");
+    println!("each point in a process of its own, the two ways alternating; lanes/s: {WARPS} warps calling at");
+    println!("once from ports of their own; ratio: the median of each round's lanes/s, port by port over scan");
     println!(
-        "{:>6} {:>6} {:>12} {:>12} {:>14} {:>14}",
-        "ports", "lanes", "ns/call", "scan ns/call", "lanes/s", "scan lanes/s"
+        "{:>6} {:>6} {:>12} {:>12} {:>14} {:>14} {:>7}",
+        "ports", "lanes", "ns/call", "scan ns/call", "lanes/s", "scan lanes/s", "ratio"
     );
-    for ((ports, lanes, one, many), (_, _, old_one, old_many)) in port_table().into_iter().zip(scan) {
-        println!(
-            "{ports:>6} {lanes:>6} {one:>12.0} {old_one:>12.0} {:>14.0} {:>14.0}",
-            lanes as f64 * 1e9 / many,
-            lanes as f64 * 1e9 / old_many
-        );
+    for ports in [16u32, 256, 1024, 4096] {
+        for lanes in [1usize, 32, 64] {
+            let [one, one_scan, many, many_scan, ratio] = port_table_row(ports, lanes);
+            println!(
+                "{ports:>6} {lanes:>6} {one:>12.0} {one_scan:>12.0} {:>14.0} {:>14.0} {ratio:>7.2}",
+                lanes as f64 * 1e9 / many,
+                lanes as f64 * 1e9 / many_scan
+            );
+        }
+    }
+    println!("one warp's call at 4,096 ports over the same at 16 ports, measured alternately: median ratio");
+    println!("(quartiles) of {PAIRS} pairs, through the plugin and through the bare server below (the mailbox's");
+    println!("own cost of more ports: its words, headers and packets lie farther apart)");
+    println!("{:>6} {:>24} {:>24}", "lanes", "plugin", "bare server");
+    for lanes in [1usize, 32, 64] {
+        let plugin = port_count_ratio(lanes, |ports, lanes| round_trip(ports, lanes, 20_000, 0, 1));
+        let bare = port_count_ratio(lanes, |ports, lanes| protocol_floor(ports, lanes, 20_000));
+        let show = |(median, low, high): (f64, f64, f64)| format!("{median:.3} ({low:.3}-{high:.3})");
+        println!("{lanes:>6} {:>24} {:>24}", show(plugin), show(bare));
     }
     println!("the protocol's floor: a bare server thread answering the mailbox (no libc, no plugin), beside");
     println!("the plugin at 16 ports, measured round by round; ns per call, median of {ROUNDS} rounds");
@@ -213,7 +266,7 @@ fn main() {
     for lanes in [1usize, 32, 64] {
         let (mut floors, mut plugins, mut ratios) = (vec![], vec![], vec![]);
         for _ in 0..ROUNDS {
-            let floor = protocol_floor(lanes, 20_000);
+            let floor = protocol_floor(16, lanes, 20_000);
             let plugin = round_trip(16, lanes, 20_000, 0, 1);
             floors.push(floor);
             plugins.push(plugin);
