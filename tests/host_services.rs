@@ -275,6 +275,51 @@ fn a_forked_child_is_served() {
     assert_eq!(stock.stdout, expected, "under the stock plugin");
 }
 
+/// A child forked right after the parent's host call was served counts and traces only its own
+/// calls, in state of its own: before, the child inherited the parent's statistics, and the claim of
+/// the port's window that the parent's serving thread still held (it accounts a call after replying)
+/// stayed held in the child, whose call on that port then waited for ever.
+#[test]
+fn a_forked_childs_statistics_and_trace_are_its_own() {
+    let exe = build_program("fork_child.c");
+    let dir = support::scratch().join("fork-trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fork.json");
+    let _ = std::fs::remove_file(&path);
+    for _ in 0..3 {
+        let out = run_text(
+            &exe,
+            &["stats"],
+            Plugin::Ours,
+            &[("OMPRPC_STATS", "1"), ("OMPRPC_TRACE", path.to_str().unwrap())],
+        );
+        assert!(out.status.success(), "{}\n{}\n{}", out.status, out.stdout, out.stderr);
+        assert!(
+            out.stdout.contains("child: a host call from the device\n"),
+            "{}",
+            out.stdout
+        );
+        // Two reports (the child's on demand, the parent's at its exit), one call each.
+        let calls: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("omprpc stats:"))
+            .filter(|l| !l.contains("opcode"))
+            .map(|row| row.split_whitespace().nth(2).unwrap_or_default())
+            .collect();
+        assert_eq!(calls, ["1", "1"], "{}", out.stderr);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), out.stderr));
+        let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        let spans = json["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "host call")
+            .count();
+        assert_eq!(spans, 1, "the parent's trace holds the parent's call");
+    }
+}
+
 /// Without a server (the stock plugin), `omprpc_printf` prints with the host's stdio; each call is one
 /// locked write, so lines from 8 host threads at once stay whole.
 #[test]

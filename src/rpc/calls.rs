@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::util::sync::lock;
+use crate::util::sync::{lock, PerProcess};
 
 /// What one thread is serving.
 #[derive(Default)]
@@ -64,7 +64,12 @@ impl CallSlot {
     }
 }
 
-static SLOTS: Mutex<Vec<&'static CallSlot>> = Mutex::new(Vec::new());
+/// Every slot of this process's threads. A forked child lists its own threads' slots (a lock a
+/// parent's thread held at the fork stays with the parent's list).
+fn all_slots() -> &'static Mutex<Vec<&'static CallSlot>> {
+    static SLOTS: PerProcess<Mutex<Vec<&'static CallSlot>>> = PerProcess::new();
+    SLOTS.get_or_make(|| Mutex::new(Vec::new()), |_| {})
+}
 
 /// Gives the slot back when its thread ends.
 struct Owned(&'static CallSlot);
@@ -143,7 +148,7 @@ pub struct Moved {
 }
 
 fn take_slot() -> &'static CallSlot {
-    let mut slots = lock(&SLOTS);
+    let mut slots = lock(all_slots());
     if let Some(free) = slots.iter().find(|s| {
         s.taken
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
@@ -164,7 +169,7 @@ pub fn my_slot() -> &'static CallSlot {
 
 /// Every slot (idle ones included).
 pub fn slots() -> Vec<&'static CallSlot> {
-    lock(&SLOTS).clone()
+    lock(all_slots()).clone()
 }
 
 /// What a thread was serving when it began serving another call (a handler that waits for the

@@ -19,7 +19,7 @@ use super::calls::{self, CallSlot};
 
 use super::{registry, rehearsal};
 use crate::util::error::{Error, Result};
-use crate::util::sync::{fork_generation, lock, wait};
+use crate::util::sync::{lock, wait, PerProcess};
 use crate::util::{fault, log};
 
 struct Service {
@@ -31,8 +31,6 @@ struct Service {
     running: AtomicBool,
     /// Held while starting the thread.
     starting: Mutex<()>,
-    /// The fork generation of the process this service (and its thread) belongs to.
-    generation: u64,
     /// The call slot of the scanning thread (null before the first one runs).
     scanner: AtomicPtr<CallSlot>,
     /// Threads standing by.
@@ -42,14 +40,13 @@ struct Service {
 }
 
 impl Service {
-    fn new(generation: u64) -> Service {
+    fn new() -> Service {
         Service {
             active: AtomicUsize::new(0),
             sleep: Mutex::new(()),
             wake: Condvar::new(),
             running: AtomicBool::new(false),
             starting: Mutex::new(()),
-            generation,
             scanner: AtomicPtr::new(std::ptr::null_mut()),
             standing_by: AtomicUsize::new(0),
             threads: AtomicUsize::new(0),
@@ -59,44 +56,16 @@ impl Service {
 
 /// The service of this process. A forked child, whose serving thread did not survive the fork, gets a
 /// new one (the old one, whose locks may have been held by threads that are gone, is leaked).
-static SERVICE: AtomicPtr<Service> = AtomicPtr::new(std::ptr::null_mut());
-/// Serialises replacing the service.
-static REPLACE: Mutex<()> = Mutex::new(());
-
 fn service() -> &'static Service {
-    let current = SERVICE.load(Ordering::Acquire);
-    // SAFETY: a non-null pointer is a leaked `Service`, never freed.
-    if let Some(service) = unsafe { current.as_ref() } {
-        if service.generation == fork_generation() {
-            return service;
-        }
-    }
-    replace_service()
-}
-
-#[cold]
-fn replace_service() -> &'static Service {
-    let _replacing = lock(&REPLACE);
-    let generation = fork_generation();
-    // SAFETY: as in `service`.
-    if let Some(service) = unsafe { SERVICE.load(Ordering::Acquire).as_ref() } {
-        if service.generation == generation {
-            return service;
-        }
-    }
-    let fresh: &'static Service = Box::leak(Box::new(Service::new(generation)));
-    let forked = !SERVICE
-        .swap((fresh as *const Service).cast_mut(), Ordering::AcqRel)
-        .is_null();
-    if forked {
+    static SERVICE: PerProcess<Service> = PerProcess::new();
+    SERVICE.get_or_make(Service::new, |fresh| {
         // The servers were registered before the fork; serve them in this process too. If the thread
         // cannot start now, the child's first kernel that may call the host tries again (and fails
         // its launch if it still cannot).
         if let Err(e) = start_thread(fresh) {
             log::error(format_args!("in a forked child: {e}"));
         }
-    }
-    fresh
+    })
 }
 
 /// How long the scanner spins with nothing to serve before it starts yielding the processor between
@@ -356,7 +325,7 @@ mod tests {
     fn a_serving_thread_that_cannot_start_is_an_error_and_is_tried_again() {
         // A service of its own, so that the process's serving thread (which other tests start) does
         // not count; its thread sleeps until the test process ends.
-        let service: &'static Service = Box::leak(Box::new(Service::new(fork_generation())));
+        let service: &'static Service = Box::leak(Box::new(Service::new()));
         fault::arm("pthread_create");
         let err = start_thread(service).unwrap_err().to_string();
         assert_eq!(

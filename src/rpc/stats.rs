@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 
 use super::ffi::opcode;
 use crate::util::log;
-use crate::util::sync::lock;
+use crate::util::sync::{lock, PerProcess};
 
 /// The setting that turns statistics on.
 const SETTING: &str = "OMPRPC_STATS";
@@ -305,10 +305,11 @@ fn human_duration(ns: u64) -> String {
     format!("{} {unit}", three_digits(ns as f64 / divisor))
 }
 
-/// The statistics of this process, which the serving code records into.
+/// The statistics of this process, which the serving code records into. A forked child counts its
+/// own calls (the parent's, and any lock a parent's thread held at the fork, stay with the parent).
 pub fn global() -> &'static Stats {
-    static GLOBAL: OnceLock<Stats> = OnceLock::new();
-    GLOBAL.get_or_init(Stats::new)
+    static GLOBAL: PerProcess<Stats> = PerProcess::new();
+    GLOBAL.get_or_make(Stats::new, |_| {})
 }
 
 /// Writes the report of [`global`] to stderr in one write, so that it is not interleaved with other

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use crate::util::log;
-use crate::util::sync::lock;
+use crate::util::sync::{fork_generation, lock, PerProcess};
 
 /// The setting that names the trace file.
 const SETTING: &str = "OMPRPC_TRACE";
@@ -302,25 +302,44 @@ fn capacity_from_setting(text: Option<&str>) -> usize {
     )
 }
 
-/// The trace of this process, when `OMPRPC_TRACE` asks for one.
+/// The trace of this process, when `OMPRPC_TRACE` asks for one. A forked child traces its own calls
+/// (the parent's events, and any lock a parent's thread held at the fork, stay with the parent).
 pub fn global() -> Option<&'static Trace> {
-    static GLOBAL: OnceLock<Option<Trace>> = OnceLock::new();
+    static GLOBAL: PerProcess<Option<Trace>> = PerProcess::new();
     GLOBAL
-        .get_or_init(|| {
-            enabled().then(|| {
-                let setting = std::env::var_os(EVENTS_SETTING).map(|text| text.to_string_lossy().into_owned());
-                Trace::with_capacity(capacity_from_setting(setting.as_deref()))
-            })
-        })
+        .get_or_make(
+            || {
+                enabled().then(|| {
+                    let setting = std::env::var_os(EVENTS_SETTING).map(|text| text.to_string_lossy().into_owned());
+                    Trace::with_capacity(capacity_from_setting(setting.as_deref()))
+                })
+            },
+            |_| {},
+        )
         .as_ref()
 }
 
-/// Writes the trace of this process to the file that `OMPRPC_TRACE` names; called once, at exit, by
+/// Writes the trace of this process to its file ([`file_of_process`]); called once, at exit, by
 /// [`super::report_at_exit`]. A failure is reported, never raised.
 pub fn finish() {
     if let (Some(trace), Some(path)) = (global(), path()) {
-        finish_at(trace, path);
+        finish_at(trace, &file_of_process(path, fork_generation(), std::process::id()));
     }
+}
+
+/// Where a process writes its trace: the file `OMPRPC_TRACE` names (`path`), or, in a forked child
+/// (`forks` > 0), that name with `.<pid>` before its extension, so that parent and child do not write
+/// over each other's.
+fn file_of_process(path: &Path, forks: u64, pid: u32) -> PathBuf {
+    if forks == 0 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(extension) => format!("{stem}.{pid}.{}", extension.to_string_lossy()),
+        None => format!("{stem}.{pid}"),
+    };
+    path.with_file_name(name)
 }
 
 /// Writes `trace` to `path`, reporting the outcome; whether the file was written.
@@ -355,6 +374,14 @@ fn write_file(trace: &Trace, path: &Path) -> io::Result<Written> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forked_child_writes_a_file_of_its_own() {
+        let path = Path::new("/tmp/run/calls.json");
+        assert_eq!(file_of_process(path, 0, 77), path);
+        assert_eq!(file_of_process(path, 1, 77), Path::new("/tmp/run/calls.77.json"));
+        assert_eq!(file_of_process(Path::new("trace"), 2, 9), Path::new("trace.9"));
+    }
     use crate::rpc::ffi::opcode;
     use serde_json::Value;
 

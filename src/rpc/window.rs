@@ -22,7 +22,7 @@ use std::sync::{Mutex, OnceLock};
 use super::ffi;
 use super::mailbox::Layout;
 use crate::util::error::{Error, Result};
-use crate::util::sync::lock;
+use crate::util::sync::{lock, PerProcess};
 use crate::util::{fault, log};
 
 /// A callback as the device's server has it: opcode, function, data.
@@ -56,15 +56,24 @@ impl Callbacks {
 /// slow call then holds up no registration and no other port.
 #[derive(Default)]
 pub struct PortWindow {
-    window: OnceLock<Window>,
-    busy: AtomicBool,
-    /// How many of the device's callbacks (a list that only grows) the window has.
-    synced: AtomicUsize,
+    /// This process's window and claim. A forked child opens windows of its own: at the fork, a
+    /// parent's thread that did not survive it may have held the claim, or the libc port lock inside
+    /// the window, after replying to the device, and would never release them in the child.
+    state: PerProcess<WindowState>,
     /// Requests served through the window (written by the claim's holder), so that the watchdog can
     /// tell one waiting request from the next.
     served: AtomicU32,
     /// Whether a failure to open the window was reported.
     failed: AtomicBool,
+}
+
+/// A port's window in one process, and who is serving it.
+#[derive(Default)]
+struct WindowState {
+    window: OnceLock<Window>,
+    busy: AtomicBool,
+    /// How many of the device's callbacks (a list that only grows) the window has.
+    synced: AtomicUsize,
 }
 
 /// What [`PortWindow::claim`] got.
@@ -83,6 +92,7 @@ pub enum Claim<'a> {
 /// A claimed window.
 pub struct WindowGuard<'a> {
     slot: &'a PortWindow,
+    state: &'a WindowState,
     window: &'a Window,
 }
 
@@ -103,7 +113,7 @@ impl WindowGuard<'_> {
 
 impl Drop for WindowGuard<'_> {
     fn drop(&mut self) {
-        self.slot.busy.store(false, Ordering::Release);
+        self.state.busy.store(false, Ordering::Release);
     }
 }
 
@@ -123,23 +133,24 @@ impl PortWindow {
         port: usize,
         callbacks: &Callbacks,
     ) -> Claim<'a> {
-        if self.busy.swap(true, Ordering::Acquire) {
+        let state = self.state.get_or_make(WindowState::default, |_| {});
+        if state.busy.swap(true, Ordering::Acquire) {
             return Claim::Busy;
         }
         let release = |claim| {
-            self.busy.store(false, Ordering::Release);
+            state.busy.store(false, Ordering::Release);
             claim
         };
-        let window = match self.window.get() {
+        let window = match state.window.get() {
             Some(window) => window,
             None => {
                 // Only the claim's holder opens, so nobody else sets the lock meanwhile.
                 let list = lock(&callbacks.list);
                 match Window::open(base, layout, port, &list) {
                     Ok(window) => {
-                        self.synced.store(list.len(), Ordering::Relaxed);
+                        state.synced.store(list.len(), Ordering::Relaxed);
                         drop(list);
-                        self.window.get_or_init(|| window)
+                        state.window.get_or_init(|| window)
                     }
                     Err(e) => {
                         if !self.failed.swap(true, Ordering::Relaxed) {
@@ -153,7 +164,7 @@ impl PortWindow {
                 }
             }
         };
-        let synced = self.synced.load(Ordering::Relaxed);
+        let synced = state.synced.load(Ordering::Relaxed);
         if synced < callbacks.len.load(Ordering::Acquire) {
             let list = lock(&callbacks.list);
             for &(op, callback, data) in &list[synced..] {
@@ -161,9 +172,13 @@ impl PortWindow {
                     log::error(format_args!("device {device}: port {port}: {e}"));
                 }
             }
-            self.synced.store(list.len(), Ordering::Relaxed);
+            state.synced.store(list.len(), Ordering::Relaxed);
         }
-        Claim::Mine(WindowGuard { slot: self, window })
+        Claim::Mine(WindowGuard {
+            slot: self,
+            state,
+            window,
+        })
     }
 }
 

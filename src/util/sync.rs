@@ -2,6 +2,8 @@
 //! lock may be poisoned; every update the plugin makes under a lock is a single step that leaves the
 //! data consistent, so the data stays usable.
 
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Locks `mutex`.
@@ -51,4 +53,143 @@ fn watch_forks() {
             ));
         }
     });
+}
+
+/// A value of which every process has its own: a forked child, whose other threads did not survive the
+/// fork and may have left the value's locks held for ever, gets a fresh one the first time it asks,
+/// and the parent's is leaked. No lock is taken to replace it, so a fork at any moment is safe.
+/// Dropping it drops the value of the process that drops it.
+pub struct PerProcess<T: 'static> {
+    current: AtomicPtr<OfGeneration<T>>,
+    /// Sendable and shareable exactly as `T` is.
+    _owns: PhantomData<Box<T>>,
+}
+
+struct OfGeneration<T> {
+    fork: u64,
+    value: T,
+}
+
+impl<T: 'static> PerProcess<T> {
+    /// None made yet.
+    pub const fn new() -> PerProcess<T> {
+        PerProcess {
+            current: AtomicPtr::new(std::ptr::null_mut()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// This process's value, made by `make` on its first use here. When it replaces the value of the
+    /// process this one was forked from, `after_fork` runs on it once (e.g. to start a thread again).
+    pub fn get_or_make(&self, make: impl FnOnce() -> T, after_fork: impl FnOnce(&'static T)) -> &'static T {
+        self.get_or_make_in(fork_generation(), make, after_fork)
+    }
+
+    /// [`PerProcess::get_or_make`] in the process of fork generation `fork`.
+    fn get_or_make_in(&self, fork: u64, make: impl FnOnce() -> T, after_fork: impl FnOnce(&'static T)) -> &'static T {
+        let current = self.current.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is a leaked box of `replace`, never freed.
+        match unsafe { current.as_ref() } {
+            Some(of) if of.fork == fork => &of.value,
+            _ => self.replace(current, fork, make, after_fork),
+        }
+    }
+
+    #[cold]
+    fn replace(
+        &self,
+        stale: *mut OfGeneration<T>,
+        fork: u64,
+        make: impl FnOnce() -> T,
+        after_fork: impl FnOnce(&'static T),
+    ) -> &'static T {
+        let fresh = Box::into_raw(Box::new(OfGeneration { fork, value: make() }));
+        match self
+            .current
+            .compare_exchange(stale, fresh, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(replaced) => {
+                // SAFETY: `fresh` is now published and never freed.
+                let value = unsafe { &(*fresh).value };
+                if !replaced.is_null() {
+                    after_fork(value);
+                }
+                value
+            }
+            Err(winner) => {
+                // Another thread made one first: ours was never published.
+                // SAFETY: `fresh` came from `Box::into_raw` above and nobody else saw it.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: `winner` is non-null (it differs from `stale` only by a publication), a leaked
+                // box never freed.
+                unsafe { &(*winner).value }
+            }
+        }
+    }
+}
+
+impl<T: 'static> Drop for PerProcess<T> {
+    fn drop(&mut self) {
+        let current = *self.current.get_mut();
+        if !current.is_null() {
+            // SAFETY: a non-null pointer is a box of `replace`; `&mut self` means nobody borrows from it
+            // any more (values of earlier processes stay leaked).
+            drop(unsafe { Box::from_raw(current) });
+        }
+    }
+}
+
+impl<T: 'static> Default for PerProcess<T> {
+    fn default() -> Self {
+        PerProcess::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn a_value_is_made_once_per_process_and_again_after_a_fork() {
+        static VALUE: PerProcess<Mutex<usize>> = PerProcess::new();
+        let made = AtomicUsize::new(0);
+        let after_fork = AtomicUsize::new(0);
+        let get = |fork: u64| {
+            VALUE.get_or_make_in(
+                fork,
+                || Mutex::new(made.fetch_add(1, Ordering::Relaxed)),
+                |_| {
+                    after_fork.fetch_add(1, Ordering::Relaxed);
+                },
+            )
+        };
+        let first = get(0);
+        assert!(std::ptr::eq(first, get(0)));
+        assert_eq!(*lock(first), 0);
+        // A lock held at the fork stays held in the parent's value; the child's is a fresh one.
+        let _held = lock(first);
+        let child = get(1);
+        assert!(!std::ptr::eq(first, child));
+        assert_eq!(*lock(child), 1);
+        assert!(std::ptr::eq(child, get(1)));
+        assert_eq!(made.load(Ordering::Relaxed), 2);
+        assert_eq!(
+            after_fork.load(Ordering::Relaxed),
+            1,
+            "only a replacement runs after_fork"
+        );
+    }
+
+    #[test]
+    fn threads_racing_to_make_it_all_get_the_one_published() {
+        static VALUE: PerProcess<usize> = PerProcess::new();
+        let seen: Vec<usize> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8)
+                .map(|i| scope.spawn(move || VALUE.get_or_make_in(0, || i, |_| {}) as *const usize as usize))
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert!(seen.iter().all(|&p| p == seen[0]), "{seen:?}");
+    }
 }
