@@ -320,6 +320,17 @@ fn a_forked_childs_statistics_and_trace_are_its_own() {
     }
 }
 
+/// A child forked while a user handler runs on the parent's serving thread gets its own calls of that
+/// opcode served: before, it inherited the handler's "running" mark and lock, whose thread did not
+/// survive the fork, and waited for ever.
+#[test]
+fn a_child_forked_while_a_handler_runs_is_served() {
+    let exe = build_program("fork_during_handler.c");
+    let out = run_text(&exe, &[], Plugin::Ours, &[]);
+    assert!(out.status.success(), "{}\n{}\n{}", out.status, out.stdout, out.stderr);
+    assert_eq!(out.stdout, "child got 8\nparent got 42\nchild exited with 0\n");
+}
+
 /// Without a server (the stock plugin), `omprpc_printf` prints with the host's stdio; each call is one
 /// locked write, so lines from 8 host threads at once stay whole.
 #[test]

@@ -4,14 +4,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use super::ffi::opcode;
 use super::port::Port;
 use super::server::{this_thread_is_serving, RpcServer};
 use crate::util::error::{Error, Result};
-use crate::util::sync::{lock, read, write};
+use crate::util::sync::{lock, read, write, PerProcess};
 
 /// A host handler for a user opcode. It runs on whichever thread serves the port (the serving thread,
 /// or a thread waiting for the device's work) while the device waits for it.
@@ -34,8 +34,25 @@ pub struct Registered {
     pub handler: Box<dyn UserHandler>,
     /// Held while the handler runs: calls of one opcode are served one at a time, whichever threads
     /// serve them (the serving thread, threads waiting for their device's work), so that a handler
-    /// needs no locking of its own for its own state.
-    pub serial: std::sync::Mutex<()>,
+    /// needs no locking of its own for its own state. One per process: a forked child must not wait
+    /// for a handler that a parent's thread was running at the fork.
+    serial: PerProcess<Mutex<()>>,
+}
+
+impl Registered {
+    /// A registration of `handler` for `opcode`.
+    pub fn new(opcode: u16, handler: Box<dyn UserHandler>) -> Registered {
+        Registered {
+            opcode,
+            handler,
+            serial: PerProcess::new(),
+        }
+    }
+
+    /// Waits for this opcode's turn: held while its handler runs.
+    pub fn one_at_a_time(&'static self) -> MutexGuard<'static, ()> {
+        lock(self.serial.get_or_make(|| Mutex::new(()), |_| {}))
+    }
 }
 
 struct Registry {
@@ -119,11 +136,7 @@ pub fn register_handler(op: u16, handler: Box<dyn UserHandler>) -> Result<()> {
             "a handler cannot be registered from inside a handler".into(),
         ));
     }
-    let registered: &'static Registered = Box::leak(Box::new(Registered {
-        opcode: op,
-        handler,
-        serial: std::sync::Mutex::new(()),
-    }));
+    let registered: &'static Registered = Box::leak(Box::new(Registered::new(op, handler)));
     let mut handlers = lock(&REGISTRY.handlers);
     for server in servers().iter() {
         server.install_user_opcode(registered)?;
@@ -132,14 +145,18 @@ pub fn register_handler(op: u16, handler: Box<dyn UserHandler>) -> Result<()> {
     Ok(())
 }
 
-/// Whether each user opcode's handler is running now (index: opcode - 0x8000), so that serving
-/// threads leave a second call of a busy opcode waiting in its port instead of each blocking on the
-/// handler's lock (which would tie up every serving thread behind one slow handler).
-static RUNNING: [AtomicBool; 0x8000] = [const { AtomicBool::new(false) }; 0x8000];
+/// Whether each user opcode's handler is running now in this process (index: opcode - 0x8000), so
+/// that serving threads leave a second call of a busy opcode waiting in its port instead of each
+/// blocking on the handler's lock (which would tie up every serving thread behind one slow handler).
+/// A forked child starts with none running.
+fn running() -> &'static [AtomicBool; 0x8000] {
+    static RUNNING: PerProcess<[AtomicBool; 0x8000]> = PerProcess::new();
+    RUNNING.get_or_make(|| [const { AtomicBool::new(false) }; 0x8000], |_| {})
+}
 
 /// Whether the handler of user opcode `op` is serving a call now.
 pub fn user_opcode_running(op: u16) -> bool {
-    op >= opcode::FIRST_USER && RUNNING[usize::from(op - opcode::FIRST_USER)].load(Ordering::Acquire)
+    op >= opcode::FIRST_USER && running()[usize::from(op - opcode::FIRST_USER)].load(Ordering::Acquire)
 }
 
 /// Marks the handler of a user opcode as running until dropped (also when the handler panics); held
@@ -147,11 +164,12 @@ pub fn user_opcode_running(op: u16) -> bool {
 pub(crate) struct Running(&'static AtomicBool);
 
 impl Running {
-    /// Marks the handler of user opcode `op` (registered, so at least 0x8000) as running.
-    pub(crate) fn mark(op: u16) -> Running {
-        let flag = &RUNNING[usize::from(op - opcode::FIRST_USER)];
+    /// Marks the handler of `op` as running; nothing for an opcode below the users' (the plugin's
+    /// own rehearsals, which no other call waits for).
+    pub(crate) fn mark(op: u16) -> Option<Running> {
+        let flag = &running()[usize::from(op.checked_sub(opcode::FIRST_USER)?)];
         flag.store(true, Ordering::Release);
-        Running(flag)
+        Some(Running(flag))
     }
 }
 

@@ -11,23 +11,24 @@
 //!
 //! So while kernels run and nothing comes, the scanner rehearses a call every [`REHEARSE_EVERY`]:
 //! playing the device, it puts a request into a private one-port mailbox of the lane size of each
-//! server in service and serves it through the same path as a device's request (`serve_once`, the
-//! port's window, libc's `rpc_handle_server`, a callback that receives every lane's packet and sends
-//! it back through [`Port`]). Rehearsals reach no statistics, trace or watchdog, run only on the
+//! server in service and serves it through the same path as a device's request for a user opcode
+//! (`serve_once`, the port's window, libc's `rpc_handle_server`, the plugin's dispatch and a handler
+//! that receives every lane's packet and sends it back through [`Port`]). Rehearsals reach no statistics, trace or watchdog, run only on the
 //! thread that scans (never while a slow call holds it), and stop when no kernel that may call the
 //! host runs, so a program without such kernels never rehearses. A device request that arrives during
 //! one waits for it to end (well under a microsecond when warm).
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ffi;
 use super::mailbox::{HEADER_OPCODE_OFFSET, LANE_SIZES};
 use super::port::{Packet, Port};
+use super::registry::{Registered, UserHandler};
 use super::server::RpcServer;
+
 use crate::util::log;
+use crate::util::sync::PerProcess;
 
 /// How often the scanner rehearses while no call comes (after it stopped spinning). Every
 /// millisecond left the first call after 100 ms about 2 µs; a rehearsal costs about as much as an
@@ -51,9 +52,10 @@ struct Stage {
     round: AtomicU64,
 }
 
-/// Stages by lane size (the index in [`LANE_SIZES`]), made on first use; `None` where one could not
-/// be made (said once).
-static STAGES: [OnceLock<Option<Stage>>; LANE_SIZES.len()] = [const { OnceLock::new() }; LANE_SIZES.len()];
+/// Stages by lane size (the index in [`LANE_SIZES`]), made on first use in each process (a forked
+/// child must not find a stage that a parent's thread was using at the fork); `None` where one could
+/// not be made (said once per process).
+static STAGES: [PerProcess<Option<Stage>>; LANE_SIZES.len()] = [const { PerProcess::new() }; LANE_SIZES.len()];
 /// Set when a rehearsal went wrong: rehearsals stop (said once) rather than risk the serving thread.
 static STOPPED: AtomicBool = AtomicBool::new(false);
 /// Rehearsals done, for tests.
@@ -64,42 +66,51 @@ pub fn rehearsals() -> u64 {
     DONE.load(Ordering::Relaxed)
 }
 
-/// libc's callback for the rehearsal opcode: receives every lane's packet and sends it back with its
-/// first word plus one, through the [`Port`] that user handlers use.
-///
-/// # Safety
-/// Called by libc's server with the port it is serving.
-unsafe extern "C" fn answer(raw: ffi::Port, _data: *mut c_void) {
-    // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
-    let mut port = unsafe { Port::from_raw(raw) };
-    let mut packets = [Packet::default(); LANE_SIZES[LANE_SIZES.len() - 1]];
-    // Errors cannot happen (room for every lane, receive then send); a missing reply is caught by
-    // the check in `rehearse`.
-    if let Ok(count) = port.recv(&mut packets) {
-        for packet in &mut packets[..count as usize] {
-            packet.data[0] = packet.data[0].wrapping_add(1);
+/// The rehearsals' handler: receives every lane's packet and sends it back with its first word plus
+/// one, through the path a user handler's call takes (libc's callback, the plugin's dispatch, the
+/// handler's lock, [`Port`]).
+struct Answer;
+
+impl UserHandler for Answer {
+    fn serve(&self, port: &mut Port<'_>) {
+        let mut packets = [Packet::default(); LANE_SIZES[LANE_SIZES.len() - 1]];
+        // Errors cannot happen (room for every lane, receive then send); a missing reply is caught by
+        // the check in `Stage::play`.
+        if let Ok(count) = port.recv(&mut packets) {
+            for packet in &mut packets[..count as usize] {
+                packet.data[0] = packet.data[0].wrapping_add(1);
+            }
+            let _ = port.send(&packets);
         }
-        let _ = port.send(&packets);
     }
+
+    fn name(&self) -> String {
+        "the plugin's rehearsal".into()
+    }
+}
+
+/// A stage's server, answering [`OPCODE`].
+fn stage_server(lanes: u32) -> crate::util::error::Result<Arc<RpcServer>> {
+    let answer: &'static Registered = Box::leak(Box::new(Registered::new(OPCODE, Box::new(Answer))));
+    RpcServer::for_rehearsals(lanes, answer)
 }
 
 fn stage(lanes: u32) -> Option<&'static Stage> {
     let index = LANE_SIZES.iter().position(|&l| l == lanes as usize)?;
-    STAGES[index]
-        .get_or_init(|| match RpcServer::for_rehearsals(lanes, OPCODE, answer) {
-            Ok(server) => Some(Stage {
-                server,
-                busy: AtomicBool::new(false),
-                round: AtomicU64::new(0),
-            }),
-            Err(e) => {
-                log::info(format_args!(
-                    "no rehearsals of {lanes}-lane host calls ({e}); a first call after a lull may wait for cold caches"
-                ));
-                None
-            }
-        })
-        .as_ref()
+    let made = || match stage_server(lanes) {
+        Ok(server) => Some(Stage {
+            server,
+            busy: AtomicBool::new(false),
+            round: AtomicU64::new(0),
+        }),
+        Err(e) => {
+            log::info(format_args!(
+                "no rehearsals of {lanes}-lane host calls ({e}); a first call after a lull may wait for cold caches"
+            ));
+            None
+        }
+    };
+    STAGES[index].get_or_make(made, |_| {}).as_ref()
 }
 
 /// Rehearses one call of `lanes` lanes (1, 32 or 64); whether it ran (not when another thread is
@@ -256,7 +267,7 @@ mod tests {
     #[test]
     fn a_port_not_in_the_clients_hands_is_refused_and_left_alone() {
         let stage = Stage {
-            server: RpcServer::for_rehearsals(1, OPCODE, answer).unwrap(),
+            server: stage_server(1).unwrap(),
             busy: AtomicBool::new(true),
             round: AtomicU64::new(0),
         };

@@ -235,7 +235,7 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
     // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
     let mut port = unsafe { Port::for_user_handler(raw, device, opcode) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let _one_at_a_time = lock(&user.registered.serial);
+        let _one_at_a_time = user.registered.one_at_a_time();
         let _running = super::registry::Running::mark(opcode);
         user.registered.handler.serve(&mut port);
     }));
@@ -283,12 +283,13 @@ impl RpcServer {
     }
 
     /// A server of one port of `lane_size` lanes in host memory, for the serving thread's rehearsals:
-    /// its calls reach no statistics, trace or watchdog, and `answer` serves `opcode`.
-    pub(super) fn for_rehearsals(lane_size: u32, opcode: u16, answer: ffi::OpcodeCallback) -> Result<Arc<RpcServer>> {
+    /// its calls reach no statistics, trace or watchdog, and `answer` serves its opcode as a user
+    /// handler does.
+    pub(super) fn for_rehearsals(lane_size: u32, answer: &'static Registered) -> Result<Arc<RpcServer>> {
         let memory: Arc<dyn DeviceMemory> = Arc::new(super::HostMemory);
         let heap = DeviceHeap::new(super::rehearsal::DEVICE, Arc::clone(&memory), None)?;
         let server = RpcServer::build(super::rehearsal::DEVICE, 1, lane_size, memory, heap, false)?;
-        if let Err(e) = server.register(opcode, answer, std::ptr::null_mut()) {
+        if let Err(e) = server.install_user_opcode(answer) {
             let _ = server.shutdown();
             return Err(e);
         }

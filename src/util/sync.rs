@@ -81,14 +81,15 @@ impl<T: 'static> PerProcess<T> {
 
     /// This process's value, made by `make` on its first use here. When it replaces the value of the
     /// process this one was forked from, `after_fork` runs on it once (e.g. to start a thread again).
-    pub fn get_or_make(&self, make: impl FnOnce() -> T, after_fork: impl FnOnce(&'static T)) -> &'static T {
+    pub fn get_or_make<'a>(&'a self, make: impl FnOnce() -> T, after_fork: impl FnOnce(&'a T)) -> &'a T {
         self.get_or_make_in(fork_generation(), make, after_fork)
     }
 
     /// [`PerProcess::get_or_make`] in the process of fork generation `fork`.
-    fn get_or_make_in(&self, fork: u64, make: impl FnOnce() -> T, after_fork: impl FnOnce(&'static T)) -> &'static T {
+    fn get_or_make_in<'a>(&'a self, fork: u64, make: impl FnOnce() -> T, after_fork: impl FnOnce(&'a T)) -> &'a T {
         let current = self.current.load(Ordering::Acquire);
-        // SAFETY: a non-null pointer is a leaked box of `replace`, never freed.
+        // SAFETY: a non-null pointer is a box of `replace`, freed only when `self` is dropped (which
+        // the returned borrow prevents) or never (values of earlier processes).
         match unsafe { current.as_ref() } {
             Some(of) if of.fork == fork => &of.value,
             _ => self.replace(current, fork, make, after_fork),
@@ -96,20 +97,20 @@ impl<T: 'static> PerProcess<T> {
     }
 
     #[cold]
-    fn replace(
-        &self,
+    fn replace<'a>(
+        &'a self,
         stale: *mut OfGeneration<T>,
         fork: u64,
         make: impl FnOnce() -> T,
-        after_fork: impl FnOnce(&'static T),
-    ) -> &'static T {
+        after_fork: impl FnOnce(&'a T),
+    ) -> &'a T {
         let fresh = Box::into_raw(Box::new(OfGeneration { fork, value: make() }));
         match self
             .current
             .compare_exchange(stale, fresh, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(replaced) => {
-                // SAFETY: `fresh` is now published and never freed.
+                // SAFETY: `fresh` is now published; it is freed only when `self` is dropped.
                 let value = unsafe { &(*fresh).value };
                 if !replaced.is_null() {
                     after_fork(value);
@@ -120,8 +121,8 @@ impl<T: 'static> PerProcess<T> {
                 // Another thread made one first: ours was never published.
                 // SAFETY: `fresh` came from `Box::into_raw` above and nobody else saw it.
                 drop(unsafe { Box::from_raw(fresh) });
-                // SAFETY: `winner` is non-null (it differs from `stale` only by a publication), a leaked
-                // box never freed.
+                // SAFETY: `winner` is non-null (it differs from `stale` only by a publication), a box
+                // of `replace` freed only when `self` is dropped.
                 unsafe { &(*winner).value }
             }
         }
