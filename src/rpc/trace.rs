@@ -319,8 +319,8 @@ pub fn global() -> Option<&'static Trace> {
         .as_ref()
 }
 
-/// Writes the trace of this process to its file ([`file_of_process`]); called once, at exit, by
-/// [`super::report_at_exit`]. A failure is reported, never raised.
+/// Writes the trace of this process to its file (a forked child's name carries its pid); called
+/// once, at exit, by [`super::report_at_exit`]. A failure is reported, never raised.
 pub fn finish() {
     if let (Some(trace), Some(path)) = (global(), path()) {
         finish_at(trace, &file_of_process(path, fork_generation(), std::process::id()));
