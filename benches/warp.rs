@@ -141,22 +141,27 @@ fn protocol_floor(ports: u32, lanes: usize, calls: usize) -> f64 {
     ns
 }
 
+/// Measures `a` and `b` one after the other, `a` first in even rounds and `b` first in odd ones, so
+/// that the machine's drift falls on both; returns (a, b).
+fn in_turn(round: usize, a: impl FnOnce() -> f64, b: impl FnOnce() -> f64) -> (f64, f64) {
+    if round.is_multiple_of(2) {
+        let first = a();
+        (first, b())
+    } else {
+        let first = b();
+        (a(), first)
+    }
+}
+
 /// Pairs measured for [`port_count_ratio`].
 const PAIRS: usize = 21;
 
-/// One warp's ns per call at 4,096 ports over the same at 16 ports, pair by pair (16 and 4,096 one
-/// after the other, which goes first alternating, so that the machine's drift falls on both):
+/// One warp's ns per call at 4,096 ports over the same at 16 ports, pair by pair ([`in_turn`]):
 /// median, first and third quartile of the ratios; `call` measures one point (ports, lanes).
 fn port_count_ratio(lanes: usize, call: impl Fn(u32, usize) -> f64) -> (f64, f64, f64) {
     let mut ratios: Vec<f64> = (0..PAIRS)
         .map(|pair| {
-            let (few, many) = if pair % 2 == 0 {
-                let few = call(16, lanes);
-                (few, call(4096, lanes))
-            } else {
-                let many = call(4096, lanes);
-                (call(16, lanes), many)
-            };
+            let (few, many) = in_turn(pair, || call(16, lanes), || call(4096, lanes));
             many / few
         })
         .collect();
@@ -194,19 +199,16 @@ fn in_child(ports: u32, lanes: usize, warps: usize, serve: &str) -> f64 {
 
 /// One row of the port table: the median ns per call of one warp and of [`WARPS`] warps, serving
 /// port by port and with libc's scan, and the median of the rounds' ratios of lanes per second
-/// (port by port over scan, [`WARPS`] warps). Each round measures both ways one after the other (which
-/// goes first alternating), so that the machine's drift falls on both.
+/// (port by port over scan, [`WARPS`] warps). Each round measures both ways [`in_turn`].
 fn port_table_row(ports: u32, lanes: usize) -> [f64; 5] {
     let mut columns: [Vec<f64>; 5] = Default::default();
     for round in 0..ROUNDS {
         let both = |warps: usize| {
-            if round % 2 == 0 {
-                let port = in_child(ports, lanes, warps, "port");
-                (port, in_child(ports, lanes, warps, "scan"))
-            } else {
-                let scan = in_child(ports, lanes, warps, "scan");
-                (in_child(ports, lanes, warps, "port"), scan)
-            }
+            in_turn(
+                round,
+                || in_child(ports, lanes, warps, "port"),
+                || in_child(ports, lanes, warps, "scan"),
+            )
         };
         let (one, one_scan) = both(1);
         let (many, many_scan) = both(WARPS);

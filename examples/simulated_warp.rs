@@ -64,8 +64,8 @@ static WORDS: [&CStr; 5] = [
 device to the host, and then some more",
 ];
 
-fn lane_mask(lanes: usize, scenario: &str) -> u64 {
-    let all = if lanes == 64 { u64::MAX } else { (1u64 << lanes) - 1 };
+fn lane_mask(warp: &SimulatedWarp<'_>, scenario: &str) -> u64 {
+    let all = warp.full_mask();
     if scenario == "mask" {
         all & (0..64).step_by(3).map(|l| 1u64 << l).sum::<u64>()
     } else {
@@ -87,7 +87,7 @@ fn main() {
     // The "kernel" is running: the serving thread polls until it ends.
     service::kernel_started().unwrap();
     let warp = SimulatedWarp::new(&device, 3);
-    let mask = lane_mask(lanes, scenario);
+    let mask = lane_mask(&warp, scenario);
     let active = |lane: usize| mask & (1 << lane) != 0;
 
     match scenario {

@@ -282,10 +282,7 @@ fn a_forked_child_is_served() {
 #[test]
 fn a_forked_childs_statistics_and_trace_are_its_own() {
     let exe = build_program("fork_child.c");
-    let dir = support::scratch().join("fork-trace");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("fork.json");
-    let _ = std::fs::remove_file(&path);
+    let path = support::fresh_scratch_file("fork-trace", "fork.json");
     for _ in 0..3 {
         let out = run_text(
             &exe,
@@ -300,22 +297,12 @@ fn a_forked_childs_statistics_and_trace_are_its_own() {
             out.stdout
         );
         // Two reports (the child's on demand, the parent's at its exit), one call each.
-        let calls: Vec<&str> = out
-            .stderr
-            .lines()
-            .filter_map(|l| l.strip_prefix("omprpc stats:"))
-            .filter(|l| !l.contains("opcode"))
-            .map(|row| row.split_whitespace().nth(2).unwrap_or_default())
+        let calls: Vec<String> = support::stats_rows(&out.stderr)
+            .into_iter()
+            .map(|row| row[2].clone())
             .collect();
         assert_eq!(calls, ["1", "1"], "{}", out.stderr);
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), out.stderr));
-        let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
-        let spans = json["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["cat"] == "host call")
-            .count();
+        let spans = support::trace_events(&support::read_trace(&path, &out.stderr), "host call").len();
         assert_eq!(spans, 1, "the parent's trace holds the parent's call");
     }
 }

@@ -5,21 +5,16 @@
 
 mod support;
 
-use support::{build_program, build_program_with, run_text, Plugin};
+use support::{
+    build_program, build_program_with, fresh_scratch_file, read_trace, run_text, stats_rows, trace_events, Plugin,
+};
 
 /// The `omprpc stats:` line of `opcode` on `device`, split into its columns.
 fn stats_row(stderr: &str, device: &str, opcode: &str) -> Vec<String> {
-    stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("omprpc stats:"))
-        .map(|l| {
-            // "user 0x8100" is one column of two words.
-            l.replace(&format!(" {opcode} "), &format!(" {} ", opcode.replace(' ', "_")))
-                .split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .find(|cols| cols.first().map(String::as_str) == Some(device) && cols.get(1) == Some(&opcode.replace(' ', "_")))
+    let opcode = opcode.replace(' ', "_");
+    stats_rows(stderr)
+        .into_iter()
+        .find(|cols| cols.first().map(String::as_str) == Some(device) && cols.get(1) == Some(&opcode))
         .unwrap_or_else(|| panic!("no stats row of device {device} opcode {opcode} in:\n{stderr}"))
 }
 
@@ -52,10 +47,7 @@ fn stats_count_every_call_with_its_bytes_at_exit() {
 #[test]
 fn the_trace_holds_one_span_per_call_inside_its_kernel() {
     let exe = build_program("bench_rpc.c");
-    let dir = support::scratch().join("trace");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("calls.json");
-    let _ = std::fs::remove_file(&path);
+    let path = fresh_scratch_file("trace", "calls.json");
     let out = run_text(
         &exe,
         &["throughput", "2", "1000"],
@@ -63,13 +55,10 @@ fn the_trace_holds_one_span_per_call_inside_its_kernel() {
         &[("OMPRPC_TRACE", path.to_str().unwrap())],
     );
     assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), out.stderr));
-    let json: serde_json::Value = serde_json::from_str(&text).expect("the trace is valid JSON");
+    let json = read_trace(&path, &out.stderr);
     assert_eq!(json["otherData"]["dropped_events"], 0);
-    let events = json["traceEvents"].as_array().unwrap();
-    let spans = |cat: &str| -> Vec<&serde_json::Value> { events.iter().filter(|e| e["cat"] == cat).collect() };
-    let kernels = spans("kernel");
-    let calls = spans("host call");
+    let kernels = trace_events(&json, "kernel");
+    let calls = trace_events(&json, "host call");
     assert_eq!(kernels.len(), 1, "one kernel: {kernels:?}");
     assert_eq!(calls.len(), 1000, "one span per call");
     let kernel = kernels[0];
@@ -102,10 +91,7 @@ fn calls_after_lulls_are_counted_and_traced_alone() {
     // 20 calls, each after 10 ms in which the serving thread rehearses calls of its own to keep warm;
     // only the program's 21 calls may show.
     let exe = build_program("bench_rpc.c");
-    let dir = support::scratch().join("trace");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("lulls.json");
-    let _ = std::fs::remove_file(&path);
+    let path = fresh_scratch_file("trace", "lulls.json");
     let out = run_text(
         &exe,
         &["wake", "10", "20"],
@@ -113,18 +99,16 @@ fn calls_after_lulls_are_counted_and_traced_alone() {
         &[("OMPRPC_STATS", "1"), ("OMPRPC_TRACE", path.to_str().unwrap())],
     );
     assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
-    let rows: Vec<&str> = out
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("omprpc stats:") && !l.contains("opcode"))
-        .collect();
-    assert_eq!(rows.len(), 1, "one device, one opcode: {}", out.stderr);
+    assert_eq!(
+        stats_rows(&out.stderr).len(),
+        1,
+        "one device, one opcode: {}",
+        out.stderr
+    );
     let row = stats_row(&out.stderr, "0", "user 0x8100");
     assert_eq!(&row[2..4], ["21", "21"], "calls and lanes: {row:?}");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), out.stderr));
-    let json: serde_json::Value = serde_json::from_str(&text).expect("the trace is valid JSON");
-    let events = json["traceEvents"].as_array().unwrap();
-    let calls: Vec<_> = events.iter().filter(|e| e["cat"] == "host call").collect();
+    let trace = read_trace(&path, &out.stderr);
+    let calls = trace_events(&trace, "host call");
     assert_eq!(calls.len(), 21, "one span per call of the program");
     assert!(calls.iter().all(|c| c["name"] == "user 0x8100"), "{calls:?}");
 }

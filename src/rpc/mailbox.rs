@@ -59,6 +59,15 @@ impl Layout {
         self.packets() + PACKET_BYTES * (port * self.lanes + lane)
     }
 
+    /// The lane mask with every lane of a port active.
+    pub fn every_lane(&self) -> u64 {
+        if self.lanes >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.lanes) - 1
+        }
+    }
+
     /// Bytes of the whole mailbox.
     pub fn size(&self) -> usize {
         self.packets() + PACKET_BYTES * self.ports * self.lanes

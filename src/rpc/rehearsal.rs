@@ -13,9 +13,10 @@
 //! playing the device, it puts a request into a private one-port mailbox of the lane size of each
 //! server in service and serves it through the same path as a device's request for a user opcode
 //! (`serve_once`, the port's window, libc's `rpc_handle_server`, the plugin's dispatch and a handler
-//! that receives every lane's packet and sends it back through [`Port`]). Rehearsals reach no statistics, trace or watchdog, run only on the
-//! thread that scans (never while a slow call holds it), and stop when no kernel that may call the
-//! host runs, so a program without such kernels never rehearses. A device request that arrives during
+//! that receives every lane's packet and sends it back through [`Port`]). Rehearsals reach no
+//! statistics, trace or watchdog, run only on the thread that scans (never while a slow call holds
+//! it), and stop when no kernel that may call the host runs, so a program without such kernels never
+//! rehearses. A device request that arrives during
 //! one waits for it to end (well under a microsecond when warm).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -95,8 +96,13 @@ fn stage_server(lanes: u32) -> crate::util::error::Result<Arc<RpcServer>> {
     RpcServer::for_rehearsals(lanes, answer)
 }
 
+/// Where `lanes` is in [`LANE_SIZES`] (none for a lane count no server has).
+fn lane_index(lanes: u32) -> Option<usize> {
+    LANE_SIZES.iter().position(|&l| l == lanes as usize)
+}
+
 fn stage(lanes: u32) -> Option<&'static Stage> {
-    let index = LANE_SIZES.iter().position(|&l| l == lanes as usize)?;
+    let index = lane_index(lanes)?;
     let made = || match stage_server(lanes) {
         Ok(server) => Some(Stage {
             server,
@@ -162,17 +168,12 @@ impl Stage {
             return Err("the port was not the client's");
         }
         let round = self.round.fetch_add(1, Ordering::Relaxed);
-        let mask = if layout.lanes == 64 {
-            u64::MAX
-        } else {
-            (1u64 << layout.lanes) - 1
-        };
         // SAFETY: the port is the client's (words equal), and only this thread plays the client (the
         // stage is busy), so nobody else touches the header or the packets; all lie inside the
         // mailbox.
         unsafe {
             let header = (self.server.mailbox_address() + layout.header(0)) as *mut u8;
-            header.cast::<u64>().write_volatile(mask);
+            header.cast::<u64>().write_volatile(layout.every_lane());
             header.add(HEADER_OPCODE_OFFSET).cast::<u16>().write_volatile(OPCODE);
             for lane in 0..layout.lanes {
                 self.packet(lane).write_volatile([round, lane as u64, 0, 0, 0, 0, 0, 0]);
@@ -200,7 +201,8 @@ impl Stage {
 }
 
 /// The scanner's schedule of rehearsals: while it finds no request, one call of each lane size in
-/// service every [`REHEARSE_EVERY`].
+/// service every [`REHEARSE_EVERY`]. (It needs no word of served calls: the scanner only asks after
+/// spinning for longer than that without any.)
 pub struct Schedule {
     last: Instant,
 }
@@ -212,11 +214,6 @@ impl Default for Schedule {
 }
 
 impl Schedule {
-    /// A request was served: the path is warm.
-    pub fn served(&mut self) {
-        self.last = Instant::now();
-    }
-
     /// Nothing to serve this round: rehearses for `servers` when it is time.
     pub fn quiet(&mut self, servers: &[Arc<RpcServer>]) {
         let now = Instant::now();
@@ -226,7 +223,7 @@ impl Schedule {
         self.last = now;
         let mut in_service = [false; LANE_SIZES.len()];
         for server in servers {
-            if let Some(i) = LANE_SIZES.iter().position(|&l| l == server.lane_size() as usize) {
+            if let Some(i) = lane_index(server.lane_size()) {
                 in_service[i] = true;
             }
         }

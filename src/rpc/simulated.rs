@@ -344,11 +344,7 @@ impl<'a> SimulatedWarp<'a> {
 
     /// The mask of every lane.
     pub fn full_mask(&self) -> u64 {
-        if self.device.lanes() == 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.device.lanes()) - 1
-        }
+        self.device.layout.every_lane()
     }
 
     /// `printf` from the lanes of `mask`, lane `i` with `calls[i]`; returns each lane's result.

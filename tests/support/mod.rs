@@ -270,6 +270,49 @@ pub fn scratch() -> PathBuf {
     dir
 }
 
+/// A path for `name` in the scratch directory `dir` (made if missing), with no file there yet: for
+/// what a test's program writes (a trace), so that an earlier run's file cannot pass for it.
+pub fn fresh_scratch_file(dir: &str, name: &str) -> PathBuf {
+    let dir = scratch().join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The Chrome trace a run wrote to `path` (`OMPRPC_TRACE`), parsed; the run's `stderr` goes into the
+/// message when the file is missing or not JSON.
+pub fn read_trace(path: &Path, stderr: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}\n{stderr}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("the trace is not valid JSON ({e}):\n{text}"))
+}
+
+/// The events of category `cat` in a parsed trace ("kernel", "host call").
+pub fn trace_events<'a>(trace: &'a serde_json::Value, cat: &str) -> Vec<&'a serde_json::Value> {
+    trace["traceEvents"]
+        .as_array()
+        .expect("traceEvents is an array")
+        .iter()
+        .filter(|e| e["cat"] == cat)
+        .collect()
+}
+
+/// The rows of every `omprpc stats:` table in `stderr` (headers left out), split into columns; a user
+/// opcode's two words ("user 0x8100") are one column, "user_0x8100".
+pub fn stats_rows(stderr: &str) -> Vec<Vec<String>> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("omprpc stats:"))
+        .filter(|l| !l.contains("opcode"))
+        .map(|l| {
+            l.replace(" user 0x", " user_0x")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
 /// `target/<profile>`, where cargo put `libomprpc.so` for this test run.
 pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
