@@ -11,7 +11,7 @@
 use std::sync::{Arc, MutexGuard};
 
 use super::simulated::{self, CopyKind, PoolUse, SimAgent};
-use super::tests::{code_object, core_on, entries_of, serial};
+use super::tests::{code_object, core_on, serial};
 use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
 use crate::plugin::PluginApi;
 
@@ -134,20 +134,8 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
     }
 
     fn program(&self) -> TestProgram {
-        let image = code_object(G::AGENT.name);
-        let (entries, spmd_name, generic_name) = entries_of(&image);
-        TestProgram {
-            image,
-            entries,
-            spmd: 0,
-            spmd_name,
-            generic: 1,
-            generic_name,
-            global: 2,
-            // Each kernel's argument segment holds one pointer; the backend refuses more.
-            arguments: 1,
-            client_object: "omprpc_client_object",
-        }
+        // Each kernel's argument segment holds one pointer; the backend refuses more.
+        TestProgram::of_cuda_module(code_object(G::AGENT.name), 1)
     }
 
     fn default_geometry(&self) -> (u32, u32) {

@@ -145,6 +145,16 @@ enum PoolKind {
     DeviceGroup,
 }
 
+impl From<PoolKind> for PoolUse {
+    fn from(kind: PoolKind) -> PoolUse {
+        match kind {
+            PoolKind::HostFine => PoolUse::Host,
+            PoolKind::HostKernarg => PoolUse::Kernarg,
+            _ => PoolUse::Device,
+        }
+    }
+}
+
 impl PoolKind {
     fn segment(self) -> u32 {
         match self {
@@ -517,12 +527,7 @@ impl World {
 
     /// Records which pool the call just logged was about.
     fn note_pool_call(&mut self, kind: PoolKind) {
-        let used = match kind {
-            PoolKind::HostFine => PoolUse::Host,
-            PoolKind::HostKernarg => PoolUse::Kernarg,
-            _ => PoolUse::Device,
-        };
-        self.pool_calls.insert(self.record.log.len() - 1, used);
+        self.pool_calls.insert(self.record.log.len() - 1, kind.into());
     }
 
     fn note(&mut self, what: String) {
@@ -662,11 +667,7 @@ pub fn device_reserved() -> usize {
 pub fn block_pool(ptr: usize) -> Option<PoolUse> {
     with(|w| {
         let block = w.memory.get(&ptr)?;
-        Some(match w.pools.get(&block.pool)?.kind {
-            PoolKind::HostFine => PoolUse::Host,
-            PoolKind::HostKernarg => PoolUse::Kernarg,
-            _ => PoolUse::Device,
-        })
+        Some(w.pools.get(&block.pool)?.kind.into())
     })
 }
 

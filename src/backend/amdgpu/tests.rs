@@ -22,11 +22,6 @@ pub(super) fn code_object(arch: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-amdgpu-test-images.sh"))
 }
 
-/// The program's host entries and its kernels' names (see `HostEntry::cuda_module_entries_of`).
-pub(super) fn entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
-    HostEntry::cuda_module_entries_of(image)
-}
-
 pub(super) fn serial() -> MutexGuard<'static, ()> {
     simulated::SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -51,7 +46,7 @@ fn a_program_loads_runs_copies_and_releases_everything() {
     assert_eq!(core.device_count(), 1);
     core.init_device(0).unwrap();
     let image = code_object("gfx90a");
-    let (entries, spmd, generic) = entries_of(&image);
+    let (entries, spmd, generic) = HostEntry::cuda_module_entries_of(&image);
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
     let counter = loaded.addresses[2];
     assert_eq!(read::<u32>(counter), 5, "the global's initial value from the image");
@@ -209,7 +204,7 @@ fn loaded_on(gpu: SimAgent, arch: &str, pairs: &[(&str, &str)]) -> (Box<dyn Plug
     let core = core_on(&[gpu], pairs);
     core.init_device(0).unwrap();
     let image = code_object(arch);
-    let (entries, spmd, generic) = entries_of(&image);
+    let (entries, spmd, generic) = HostEntry::cuda_module_entries_of(&image);
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
     (core, loaded.addresses, spmd, generic)
 }
@@ -265,7 +260,7 @@ fn a_wave32_gpu_runs_its_own_image_and_refuses_a_wave64_one() {
         !core.is_valid_image(&wave64[..64], wave64.len(), None),
         "a gfx90a image is not for a gfx1030"
     );
-    let (entries, _, _) = entries_of(&wave64);
+    let (entries, _, _) = HostEntry::cuda_module_entries_of(&wave64);
     let err = match core.load_image(0, 0x9000, &wave64, &entries) {
         Ok(_) => panic!("a gfx90a image loaded on a gfx1030"),
         Err(e) => e.to_string(),
@@ -423,7 +418,7 @@ fn teardown_shuts_the_runtime_down_and_a_later_library_starts_it_again() {
     core.init_device(0).unwrap();
     assert_eq!(simulated::world().as_ref().unwrap().initialized, 1);
     let image = code_object("gfx90a");
-    let (entries, _, _) = entries_of(&image);
+    let (entries, _, _) = HostEntry::cuda_module_entries_of(&image);
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
     let ran = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&ran);

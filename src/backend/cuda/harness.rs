@@ -6,7 +6,7 @@ use std::sync::MutexGuard;
 use super::simulated::{self, SimGpu};
 use super::CudaBackend;
 use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
-use crate::plugin::{Core, HostEntry, PluginApi};
+use crate::plugin::{Core, PluginApi};
 use crate::util::config::Config;
 
 pub(super) const H100: SimGpu = SimGpu {
@@ -65,11 +65,6 @@ pub(super) fn cubin(arch: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-nvptx-test-images.sh"))
 }
 
-/// The program's host entries and its kernels' names (see `HostEntry::cuda_module_entries_of`).
-pub(super) fn entries_of(image: &[u8]) -> (Vec<HostEntry>, String, String) {
-    HostEntry::cuda_module_entries_of(image)
-}
-
 pub(super) fn serial() -> MutexGuard<'static, ()> {
     simulated::SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -102,19 +97,7 @@ impl Harness for CudaHarness {
     }
 
     fn program(&self) -> TestProgram {
-        let image = cubin("sm_90");
-        let (entries, spmd_name, generic_name) = entries_of(&image);
-        TestProgram {
-            image,
-            entries,
-            spmd: 0,
-            spmd_name,
-            generic: 1,
-            generic_name,
-            global: 2,
-            arguments: 2,
-            client_object: "omprpc_client_object",
-        }
+        TestProgram::of_cuda_module(cubin("sm_90"), 2)
     }
 
     fn default_geometry(&self) -> (u32, u32) {

@@ -6,7 +6,7 @@
 use std::ffi::{c_void, CString};
 
 use super::cubin::{Capability, NvidiaImage};
-use super::harness::{core_on, cubin, entries_of, serial, H100};
+use super::harness::{core_on, cubin, serial, H100};
 use super::simulated::{self, SimGpu};
 use super::CudaBackend;
 use crate::backend::Backend;
@@ -171,7 +171,7 @@ fn unified_shared_memory_gives_device_globals_the_hosts_values() {
     core.init_requires(0x008);
     core.init_device(0).unwrap();
     let image = cubin("sm_90");
-    let (mut entries, _, _) = entries_of(&image);
+    let (mut entries, _, _) = HostEntry::cuda_module_entries_of(&image);
     let host_counter: u32 = 0xC0FFEE;
     let counter = entries.iter_mut().find(|e| e.size > 0).unwrap();
     counter.host_addr = &host_counter as *const u32 as usize;
@@ -205,7 +205,7 @@ fn teardown_after_the_driver_shut_down_is_silent() {
         let core = core_on(&[H100], &[]);
         core.init_device(0).unwrap();
         let image = cubin("sm_90");
-        let (entries, _, _) = entries_of(&image);
+        let (entries, _, _) = HostEntry::cuda_module_entries_of(&image);
         core.load_image(0, 0x1000, &image, &entries).unwrap();
         let _block = core.alloc(0, 1 << 20, crate::backend::AllocKind::Device).unwrap();
         simulated::fail_next(call, 4);
@@ -265,7 +265,7 @@ fn confidential_computing_refuses_host_services() {
     let core = crate::plugin::Core::new_boxed(backend, config);
     core.init_device(0).unwrap();
     let image = cubin("sm_90");
-    let (mut entries, _, _) = entries_of(&image);
+    let (mut entries, _, _) = HostEntry::cuda_module_entries_of(&image);
     entries.push(client_entry());
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
     let object = read::<u64>(loaded.addresses[3]) as usize;

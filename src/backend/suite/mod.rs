@@ -121,6 +121,25 @@ pub(crate) struct TestProgram {
     pub client_object: &'static str,
 }
 
+impl TestProgram {
+    /// The program built from `c_tests/gpu/cuda_module.c` (as a cubin or an AMDGPU code object):
+    /// entries and kernels as `HostEntry::cuda_module_entries_of` finds them, passing `arguments`.
+    pub fn of_cuda_module(image: Vec<u8>, arguments: usize) -> TestProgram {
+        let (entries, spmd_name, generic_name) = HostEntry::cuda_module_entries_of(&image);
+        TestProgram {
+            image,
+            entries,
+            spmd: 0,
+            spmd_name,
+            generic: 1,
+            generic_name,
+            global: 2,
+            arguments,
+            client_object: "omprpc_client_object",
+        }
+    }
+}
+
 /// A backend under test, over its simulated driver. Device memory of a simulated driver must be host
 /// memory at the device address, so that the suite can read what the core wrote.
 pub(crate) trait Harness: Sized {
