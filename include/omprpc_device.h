@@ -231,10 +231,10 @@ enum {
   OMPRPC_OP_FSEEK = 17,
   OMPRPC_OP_FTELL = 18,
   OMPRPC_OP_FFLUSH = 19,
-  OMPRPC_OP_PRINTF_TO_STDOUT = 21,
-  OMPRPC_OP_PRINTF_TO_STDERR = 22,
-  OMPRPC_OP_PRINTF_TO_STREAM = 23,
   OMPRPC_OP_REMOVE = 27,
+  /* The plugin's own: printf formatted by the host's C library, and a failed assert. */
+  OMPRPC_OP_PRINTF = 0x7f00,
+  OMPRPC_OP_ASSERT_FAIL = 0x7f01,
   OMPRPC_OP_FIRST_USER = 0x8000
 };
 
@@ -739,7 +739,7 @@ static inline uint64_t omprpc_call_bytes(uint16_t opcode, const void *in, uint64
 
 /* ---- printf ------------------------------------------------------------------------------------------
  * Each argument is recorded with its type (omprpc_arg); the format decides how it is packed for the
- * host, each value at its natural alignment, as libc's server reads them. */
+ * host, each value at its natural alignment, as clang lays out printf's arguments on a GPU. */
 
 typedef struct {
   union {
@@ -800,19 +800,30 @@ static inline omprpc_arg omprpc_arg_ld_(long double v) {
 }
 #endif
 
-/* What a conversion consumes. */
-enum { OMPRPC_WANT_NONE, OMPRPC_WANT_INT, OMPRPC_WANT_LONG, OMPRPC_WANT_DOUBLE, OMPRPC_WANT_LDOUBLE, OMPRPC_WANT_PTR };
+/* What a conversion consumes. A refused conversion (%n, which would make the host write through a
+ * device pointer, or a positional %1$d) makes the host print nothing and return -1. */
+enum {
+  OMPRPC_WANT_NONE,
+  OMPRPC_WANT_INT,
+  OMPRPC_WANT_LONG,
+  OMPRPC_WANT_DOUBLE,
+  OMPRPC_WANT_LDOUBLE,
+  OMPRPC_WANT_PTR,
+  OMPRPC_WANT_STR,
+  OMPRPC_WANT_WSTR,
+  OMPRPC_WANT_REFUSED
+};
 
-/* One conversion of a format: `*` width and precision (each an int argument), what its value is, and
- * whether the host's parser reads it (it reads nothing for %n, built without it, nor for a conversion
- * with the ' flag, which it prints as text). `start` and `end` delimit it in the format. */
+/* One conversion of a format, read as the host's C library reads it (the plugin's reader,
+ * src/rpc/printf.rs, keeps the same rules): `*` width and precision (each an int argument), a literal
+ * precision (-1 when none), what its value is. `start` and `end` delimit it in the format. */
 typedef struct {
   const char *start;
   const char *end;
   int star_width;
   int star_precision;
+  int precision;
   int want;
-  int emitted;
 } omprpc_spec_;
 
 static inline int omprpc_in_(char c, const char *set) {
@@ -820,6 +831,14 @@ static inline int omprpc_in_(char c, const char *set) {
     if (*set == c)
       return 1;
   return 0;
+}
+
+/* Whether digits at `p` are followed by '$' (a positional argument). */
+static inline int omprpc_positional_(const char *p) {
+  const char *q = p;
+  while (*q >= '0' && *q <= '9')
+    ++q;
+  return q != p && *q == '$';
 }
 
 /* Finds the next conversion at or after `p`; 0 when there is none. */
@@ -831,15 +850,13 @@ static inline int omprpc_next_spec_(const char *p, omprpc_spec_ *spec) {
     if (*p == '%')
       continue;
     spec->star_width = spec->star_precision = 0;
-    spec->emitted = 1;
-    while (*p && omprpc_in_(*p, "-+ #0'")) {
-      if (*p == '\'')
-        spec->emitted = 0;
+    spec->precision = -1;
+    int refused = omprpc_positional_(p);
+    while (*p && omprpc_in_(*p, "-+ #0'I"))
       ++p;
-    }
     if (*p == '*') {
       spec->star_width = 1;
-      ++p;
+      refused |= omprpc_positional_(++p);
     } else {
       while (*p >= '0' && *p <= '9')
         ++p;
@@ -848,10 +865,11 @@ static inline int omprpc_next_spec_(const char *p, omprpc_spec_ *spec) {
       ++p;
       if (*p == '*') {
         spec->star_precision = 1;
-        ++p;
+        refused |= omprpc_positional_(++p);
       } else {
+        spec->precision = 0;
         while (*p >= '0' && *p <= '9')
-          ++p;
+          spec->precision = spec->precision * 10 + (*p++ - '0');
       }
     }
     int longs = 0, big = 0;
@@ -860,7 +878,7 @@ static inline int omprpc_next_spec_(const char *p, omprpc_spec_ *spec) {
         continue;
       if (*p == 'l')
         ++longs;
-      else if (*p == 'j' || *p == 'z' || *p == 't')
+      else if (*p == 'q' || *p == 'j' || *p == 'z' || *p == 'Z' || *p == 't')
         longs = 2;
       else if (*p == 'L')
         big = 1, longs = 2;
@@ -874,24 +892,48 @@ static inline int omprpc_next_spec_(const char *p, omprpc_spec_ *spec) {
     case 'd': case 'i': case 'o': case 'u': case 'x': case 'X': case 'b': case 'B':
       spec->want = longs ? OMPRPC_WANT_LONG : OMPRPC_WANT_INT;
       break;
-    case 'c':
+    case 'c': case 'C':
       spec->want = OMPRPC_WANT_INT;
       break;
     case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
       spec->want = big ? OMPRPC_WANT_LDOUBLE : OMPRPC_WANT_DOUBLE;
       break;
-    case 's': case 'p': case 'n':
+    case 's':
+      spec->want = longs ? OMPRPC_WANT_WSTR : OMPRPC_WANT_STR;
+      break;
+    case 'S':
+      spec->want = OMPRPC_WANT_WSTR;
+      break;
+    case 'p':
       spec->want = OMPRPC_WANT_PTR;
-      if (*p == 'n')
-        spec->emitted = 0;
+      break;
+    case 'n':
+      spec->want = OMPRPC_WANT_REFUSED;
       break;
     default: /* unknown: text on the host, no argument */
       spec->want = OMPRPC_WANT_NONE;
       break;
     }
+    if (refused)
+      spec->want = OMPRPC_WANT_REFUSED;
     return 1;
   }
   return 0;
+}
+
+/* Bytes (and alignment) of a conversion's value in the argument struct. */
+static inline uint64_t omprpc_want_size_(int want) {
+  switch (want) {
+  case OMPRPC_WANT_INT:
+    return 4;
+  case OMPRPC_WANT_LDOUBLE:
+    return 16;
+  case OMPRPC_WANT_NONE:
+  case OMPRPC_WANT_REFUSED:
+    return 0;
+  default:
+    return 8;
+  }
 }
 
 static inline long long omprpc_as_long_(const omprpc_arg *a) {
@@ -970,18 +1012,17 @@ static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, 
   uint32_t next = 0;
   const omprpc_arg none = omprpc_arg_i_(0);
   for (const char *p = format; omprpc_next_spec_(p, &spec); p = spec.end) {
+    if (spec.want == OMPRPC_WANT_REFUSED)
+      break; /* the host prints nothing */
     for (int star = 0; star < spec.star_width + spec.star_precision; ++star) {
       int v = (int)omprpc_as_long_(next < count ? &args[next] : &none);
       ++next;
-      if (spec.emitted)
-        used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
+      used = omprpc_put_(buffer, used, capacity, &v, sizeof v);
     }
     if (spec.want == OMPRPC_WANT_NONE)
       continue;
     const omprpc_arg *a = next < count ? &args[next] : &none;
     ++next;
-    if (!spec.emitted)
-      continue;
     switch (spec.want) {
     case OMPRPC_WANT_INT: {
       int v = (int)omprpc_as_long_(a);
@@ -1019,6 +1060,175 @@ static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, 
     }
   }
   return used;
+}
+
+/* ---- printf's request ---------------------------------------------------------------------------------
+ * One byte string per lane, sent without copying it anywhere first (GPU stacks are small): a 16-byte
+ * head (the stream; the format's length with its NUL; the argument struct's length), the format, the
+ * argument struct as clang lays it out for __llvm_omp_vprintf, then for each %s (%ls) conversion a
+ * u64 byte count (~0 for NULL) and the bytes. The host prints it with its own vfprintf and replies
+ * with the count (src/rpc/printf.rs). */
+
+/* Walks the %s and %ls arguments of a format, in order. */
+typedef struct {
+  const char *scan;
+  const char *args;
+  uint64_t args_len;
+  uint64_t at;
+} omprpc_strings_;
+
+static inline uint64_t omprpc_read_arg_(const omprpc_strings_ *w, uint64_t at, uint64_t size) {
+  uint64_t v = 0;
+  if (at + size <= w->args_len)
+    omprpc_copy_(&v, w->args + at, size);
+  return v;
+}
+
+/* The next string argument: its bytes and their count (~0 for NULL); 0 when there is none left. A
+ * precision bounds the bytes read, as C's printf reads no further (the array need not end in NUL). */
+static inline int omprpc_next_string_(omprpc_strings_ *w, const char **bytes, uint64_t *count) {
+  omprpc_spec_ spec;
+  while (omprpc_next_spec_(w->scan, &spec)) {
+    w->scan = spec.end;
+    if (spec.want == OMPRPC_WANT_REFUSED)
+      break;
+    int64_t precision = spec.precision;
+    for (int star = 0; star < spec.star_width + spec.star_precision; ++star) {
+      w->at = (w->at + 3) / 4 * 4;
+      int v = (int)(uint32_t)omprpc_read_arg_(w, w->at, 4);
+      w->at += 4;
+      if (star == spec.star_width) /* the precision's star */
+        precision = v < 0 ? -1 : v;
+    }
+    uint64_t size = omprpc_want_size_(spec.want);
+    if (!size)
+      continue;
+    w->at = (w->at + size - 1) / size * size;
+    uint64_t here = w->at;
+    w->at += size;
+    if (spec.want != OMPRPC_WANT_STR && spec.want != OMPRPC_WANT_WSTR)
+      continue;
+    const char *s = (const char *)(uintptr_t)omprpc_read_arg_(w, here, 8);
+    *bytes = s;
+    if (!s) {
+      *count = ~(uint64_t)0;
+    } else if (spec.want == OMPRPC_WANT_STR) {
+      uint64_t n = 0;
+      while ((precision < 0 || n < (uint64_t)precision) && s[n])
+        ++n;
+      *count = n;
+    } else {
+      const uint32_t *units = (const uint32_t *)s;
+      uint64_t n = 0;
+      while ((precision < 0 || n < (uint64_t)precision) && units[n])
+        ++n;
+      *count = n * 4;
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* The request as a stream of pieces. */
+typedef struct {
+  omprpc_strings_ strings;
+  uint64_t head[2];
+  uint64_t format_len;
+  const char *format;
+  const char *string; /* the bytes of the string being sent */
+  uint64_t count;     /* their count, sent before them */
+  const char *piece;
+  uint64_t left;
+  int stage;
+} omprpc_request_;
+
+static inline void omprpc_request_start_(omprpc_request_ *r, omprpc_file *f, const char *format, const void *args,
+                                         uint64_t args_len) {
+  r->format = format;
+  r->format_len = omprpc_strlen_(format) + 1;
+  r->strings.scan = format;
+  r->strings.args = (const char *)args;
+  r->strings.args_len = args_len;
+  r->strings.at = 0;
+  r->head[0] = (uint64_t)(uintptr_t)f;
+  r->head[1] = r->format_len | (args_len << 32);
+  r->piece = (const char *)r->head;
+  r->left = sizeof r->head;
+  r->stage = 0;
+}
+
+/* Moves to the next piece; 0 at the end of the request. */
+static inline int omprpc_request_next_(omprpc_request_ *r) {
+  const char *bytes;
+  switch (r->stage) {
+  case 0:
+    r->stage = 1, r->piece = r->format, r->left = r->format_len;
+    return 1;
+  case 1:
+    r->stage = 2, r->piece = r->strings.args, r->left = r->strings.args_len;
+    return 1;
+  case 2:
+  case 4:
+    if (!omprpc_next_string_(&r->strings, &bytes, &r->count))
+      return 0;
+    r->stage = 3, r->piece = (const char *)&r->count, r->left = 8;
+    r->string = bytes;
+    return 1;
+  default:
+    r->stage = 4, r->piece = r->string, r->left = r->count == ~(uint64_t)0 ? 0 : r->count;
+    return 1;
+  }
+}
+
+/* Copies the request's next `n` bytes to `dst` (zeros past its end). */
+static inline void omprpc_request_take_(omprpc_request_ *r, char *dst, uint64_t n) {
+  while (n) {
+    if (!r->left) {
+      if (!omprpc_request_next_(r)) {
+        for (; n; --n)
+          *dst++ = 0;
+        return;
+      }
+      continue;
+    }
+    uint64_t k = n < r->left ? n : r->left;
+    omprpc_copy_(dst, r->piece, k);
+    dst += k, r->piece += k, r->left -= k, n -= k;
+  }
+}
+
+/* The request's size in bytes. */
+static inline uint64_t omprpc_request_size_(const char *format, const void *args, uint64_t args_len) {
+  omprpc_strings_ w = {format, (const char *)args, args_len, 0};
+  uint64_t size = 16 + omprpc_strlen_(format) + 1 + args_len;
+  const char *bytes;
+  uint64_t count;
+  while (omprpc_next_string_(&w, &bytes, &count))
+    size += 8 + (count == ~(uint64_t)0 ? 0 : count);
+  return size;
+}
+
+/* printf to `f` of `format` with `args`, an argument struct of `args_len` bytes laid out as clang lays
+ * out __llvm_omp_vprintf's; the host's count, or -1. */
+static inline int omprpc_vprintf_struct_(omprpc_file *f, const char *format, const void *args, uint64_t args_len) {
+  if (!format || !omprpc_writable_(f) || !omprpc_rpc_active())
+    return -1;
+  omprpc_request_ request;
+  omprpc_request_start_(&request, f, format, args, args_len);
+  uint64_t size = omprpc_request_size_(format, args, args_len);
+  omprpc_packet packet;
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_PRINTF);
+  packet.data[0] = size;
+  omprpc_request_take_(&request, (char *)&packet.data[1], 56);
+  omprpc_send(&port, &packet);
+  for (uint64_t idx = 56; omprpc_ballot_(port.mask, idx < size); idx += 64) {
+    if (idx < size)
+      omprpc_request_take_(&request, (char *)packet.data, 64);
+    omprpc_send(&port, &packet);
+  }
+  omprpc_recv(&port, &packet);
+  omprpc_close(&port);
+  return (int)(int64_t)packet.data[0];
 }
 
 #if !OMPRPC_GPU_
@@ -1075,8 +1285,12 @@ static inline int omprpc_host_printf_locked_(FILE *stream, const char *format, c
       n = OMPRPC_PRINT_ONE_(a->kind == OMPRPC_ARG_LDOUBLE ? omprpc_arg_ldouble_(a) : (long double)omprpc_as_double_(a));
       break;
     case OMPRPC_WANT_PTR:
-      n = spec.emitted || spec.end[-1] != 'n' ? OMPRPC_PRINT_ONE_(a->v.p) : 0;
+    case OMPRPC_WANT_STR:
+    case OMPRPC_WANT_WSTR:
+      n = OMPRPC_PRINT_ONE_(a->v.p);
       break;
+    case OMPRPC_WANT_REFUSED:
+      return -1;
     default:
       n = fputs(one, stream) < 0 ? -1 : (int)len;
       break;
@@ -1121,31 +1335,7 @@ static inline int omprpc_format_args_(omprpc_file *f, const omprpc_arg *args, ui
       return -1;
     omprpc_pack_(format, args, count, packed, need);
   }
-  uint16_t op = f == OMPRPC_STDOUT   ? OMPRPC_OP_PRINTF_TO_STDOUT
-                : f == OMPRPC_STDERR ? OMPRPC_OP_PRINTF_TO_STDERR
-                                     : OMPRPC_OP_PRINTF_TO_STREAM;
-  omprpc_packet packet;
-  omprpc_zero_(&packet);
-  omprpc_client_port port = omprpc_open(op);
-  if (op == OMPRPC_OP_PRINTF_TO_STREAM) {
-    packet.data[0] = (uintptr_t)f;
-    omprpc_send(&port, &packet);
-  }
-  omprpc_send_n(&port, format, omprpc_strlen_(format) + 1);
-  omprpc_recv(&port, &packet);
-  uint64_t args_size = packet.data[0];
-  omprpc_send_n(&port, packed, args_size < need ? args_size : need);
-  int result;
-  for (;;) {
-    omprpc_recv(&port, &packet);
-    result = (int)(uint32_t)packet.data[0];
-    const char *str = (const char *)(uintptr_t)packet.data[1];
-    /* The host asks each lane for the strings of its %s conversions, until no lane has one left. */
-    if (!omprpc_ballot_(port.mask, str != 0))
-      break;
-    omprpc_send_n(&port, str, str ? omprpc_strlen_(str) + 1 : 0);
-  }
-  omprpc_close(&port);
+  int result = omprpc_vprintf_struct_(f, format, packed, need);
   if (packed != small)
     omprpc_free(packed);
   return result;
@@ -1181,6 +1371,8 @@ static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap
       args[n++] = omprpc_arg_ld_(va_arg(ap, long double));
       break;
     case OMPRPC_WANT_PTR:
+    case OMPRPC_WANT_STR:
+    case OMPRPC_WANT_WSTR:
       args[n++] = omprpc_arg_p_(va_arg(ap, void *));
       break;
     default:

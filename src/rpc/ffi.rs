@@ -95,10 +95,15 @@ pub mod opcode {
     pub const PRINTF_TO_STREAM: u16 = 23;
     /// First opcode free for users.
     pub const FIRST_USER: u16 = 0x8000;
+    /// The plugin's `printf`, formatted by the host's C library (see `rpc::printf`); below users'
+    /// opcodes and far above libc's.
+    pub const PRINTF: u16 = 0x7f00;
+    /// The plugin's `assert` failure: the host's C library reports it and aborts (`rpc::printf`).
+    pub const ASSERT_FAIL: u16 = 0x7f01;
 
     /// Whether libc's server handles `op` itself (such opcodes cannot be overridden).
     pub fn is_built_in(op: u16) -> bool {
-        name(op).is_some() && op != MALLOC && op != FREE
+        usize::from(op) < NAMES.len() && op != MALLOC && op != FREE
     }
 
     /// The names of `rpc_opcode_t` in LLVM libc 19.1 (`rpc_opcodes_t.h`) without their `RPC_` prefix,
@@ -151,10 +156,15 @@ pub mod opcode {
         }
     }
 
-    /// libc's name of opcode `op` (`PRINTF_TO_STREAM`), so that statistics and traces say which host
-    /// service the device asked for; `None` for opcodes libc does not define (users' among them).
+    /// libc's name of opcode `op` (`PRINTF_TO_STREAM`), or the plugin's for its own (`PRINTF`), so that
+    /// statistics and traces say which host service the device asked for; `None` for opcodes neither
+    /// defines (users' among them).
     pub fn name(op: u16) -> Option<&'static str> {
-        NAMES.get(usize::from(op)).copied()
+        match op {
+            PRINTF => Some("PRINTF"),
+            ASSERT_FAIL => Some("ASSERT_FAIL"),
+            _ => NAMES.get(usize::from(op)).copied(),
+        }
     }
 
     #[cfg(test)]
@@ -174,12 +184,13 @@ pub mod opcode {
             assert_eq!(name(28), None);
             assert_eq!(name(FIRST_USER), None);
             assert_eq!(name(0xFFFF), None, "RPC_LAST is no opcode");
+            assert_eq!(name(PRINTF), Some("PRINTF"), "the plugin's own");
         }
 
         #[test]
         fn libc_serves_every_named_opcode_but_the_heap() {
             for op in 0..=u16::MAX {
-                let served_by_libc = name(op).is_some() && op != MALLOC && op != FREE;
+                let served_by_libc = op <= 27 && op != MALLOC && op != FREE;
                 assert_eq!(is_built_in(op), served_by_libc, "opcode {op}");
             }
         }

@@ -11,6 +11,8 @@
 //! lives in the ABI layer.
 
 #[cfg(feature = "rpc")]
+pub mod assertion;
+#[cfg(feature = "rpc")]
 pub mod calls;
 pub mod ffi;
 #[cfg(feature = "rpc")]
@@ -18,6 +20,8 @@ pub mod heap;
 pub mod mailbox;
 #[cfg(feature = "rpc")]
 pub mod port;
+#[cfg(feature = "rpc")]
+pub mod printf;
 #[cfg(feature = "rpc")]
 pub mod registry;
 #[cfg(feature = "rpc")]

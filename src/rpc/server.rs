@@ -366,7 +366,9 @@ impl RpcServer {
         let state = (&*server.callback_state as *const CallbackState).cast_mut().cast();
         let registered = server
             .register(opcode::MALLOC, serve_malloc, state)
-            .and_then(|()| server.register(opcode::FREE, serve_free, state));
+            .and_then(|()| server.register(opcode::FREE, serve_free, state))
+            .and_then(|()| server.register(opcode::PRINTF, super::printf::serve, state))
+            .and_then(|()| server.register(opcode::ASSERT_FAIL, super::assertion::serve, state));
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();

@@ -105,8 +105,8 @@ fn usable(stream: *mut FILE) -> bool {
 }
 
 /// What a refused write was, as the device saw it: libc's server writes every stream output with
-/// `fwrite`.
-const WRITE: &str = "fwrite, fputs or fprintf";
+/// `fwrite`, and the plugin's printf (`rpc::printf`) names its refusals the same way.
+pub(crate) const WRITE: &str = "fwrite, fputs or fprintf";
 
 /// Says once per call that `call` was refused a stream the device does not have open.
 fn refuse(call: &str, stream: *mut FILE) {
@@ -284,6 +284,12 @@ pub mod checked {
         pass_on("ftell", stream, -1, || unsafe { (STDIO.ftell)(stream) })
     }
 
+    /// Runs `call`, the plugin's own use of `stream` for a device (its printf, see `rpc::printf`), when
+    /// the device may use `stream`; otherwise says that `name` was refused and returns `failed`.
+    pub fn with_stream<T>(name: &str, stream: *mut FILE, failed: T, call: impl FnOnce() -> T) -> T {
+        pass_on(name, stream, failed, call)
+    }
+
     /// `fflush`; `NULL` flushes every stream, as in C.
     pub extern "C" fn fflush(stream: *mut FILE) -> c_int {
         if stream.is_null() {
@@ -373,6 +379,22 @@ wrap!(
 
 /// The functions the link wraps (the list build.rs reads).
 pub const WRAPPED: [&str; 15] = include!("wrapped_stdio.in");
+
+/// For tests of the plugin's own stream users: a stream counts as the device's while adopted.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// Makes `stream` one the device has open.
+    pub fn adopt(stream: *mut FILE) {
+        lock(&STREAMS).open.insert(stream as usize);
+    }
+
+    /// Undoes [`adopt`].
+    pub fn forget(stream: *mut FILE) {
+        lock(&STREAMS).open.remove(&(stream as usize));
+    }
+}
 
 #[cfg(test)]
 mod tests {
