@@ -3,9 +3,8 @@
 # Debian's rocm-device-libs (from scripts/setup-gpu-toolchains.sh) and extracts the code objects into
 # tests/data/amdgpu/, where the AMDGPU backend's unit tests read them. The images are committed, so the
 # tests need no ROCm; rerun this after changing the program or the device header.
-# Debian 12's rocm-device-libs (5.2) stop at gfx1036: for gfx1100 a copy of them gets the one library
-# that names the ISA version (oclc_isa_version_1100.bc, a single constant), made from gfx1036's with
-# llvm-dis-16 and llvm-as-16, as the tests do (tests/support/mod.rs, rocm_device_libs).
+# Debian 12's rocm-device-libs (5.2) stop at gfx1036: gfx1100 gets a copy of them from
+# scripts/rocm-device-libs.sh.
 set -eu
 cd "$(dirname "$0")/.."
 libs=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
@@ -13,15 +12,8 @@ libs=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
 out=tests/data/amdgpu
 work=target/amdgpu-test-images
 mkdir -p "$out" "$work"
-gfx1100_libs="$work/rocm-device-libs-gfx1100"
-rm -rf "$gfx1100_libs"
-mkdir -p "$gfx1100_libs"
-for f in "$libs"/*; do ln -s "$f" "$gfx1100_libs/"; done
-llvm-dis-16 "$libs/oclc_isa_version_1036.bc" -o - | sed 's/i32 10306/i32 11000/' >"$work/oclc_isa_version_1100.ll"
-llvm-as-16 "$work/oclc_isa_version_1100.ll" -o "$gfx1100_libs/oclc_isa_version_1100.bc"
 for arch in gfx906 gfx90a gfx940 gfx1030 gfx1100; do
-  arch_libs=$libs
-  [ -f "$libs/oclc_isa_version_${arch#gfx}.bc" ] || arch_libs=$gfx1100_libs
+  arch_libs=$(sh scripts/rocm-device-libs.sh "$arch" "$work")
   clang-16 -O2 -Wall -Werror -fopenmp \
     -fopenmp-targets=amdgcn-amd-amdhsa -Xopenmp-target=amdgcn-amd-amdhsa -march=$arch \
     --rocm-device-lib-path="$arch_libs" -Iinclude \

@@ -249,7 +249,7 @@ struct Slots {
 
 impl Slots {
     fn push(&mut self, word: u64) {
-        if self.len % 2 == 0 {
+        if self.len.is_multiple_of(2) {
             self.words.push(0);
         }
         let pair = self.words.last_mut().expect("pushed above");
@@ -292,7 +292,7 @@ fn slots(request: &Request, args: &[Arg]) -> Result<Slots, NotPrinted> {
             Arg::Int => slots.push(read(at, 4) as u32 as i32 as i64 as u64),
             Arg::Long | Arg::Double | Arg::Pointer => slots.push(read(at, 8)),
             Arg::LongDouble => {
-                if slots.len % 2 == 1 {
+                if !slots.len.is_multiple_of(2) {
                     slots.push(0);
                 }
                 slots.push(read(at, 8));

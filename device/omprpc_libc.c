@@ -1,0 +1,211 @@
+/* omprpc's device library: the C library calls of unchanged OpenMP programs, carried out on the host.
+ *
+ * Built for every GPU target omprpc serves (scripts/build-device-lib.sh) into libomprpc-device.a,
+ * which a program links with `-lomprpc-device`: its target regions' printf, puts, stdio, malloc
+ * family, exit, abort and assert then reach the host through omprpc's RPC server, with the client of
+ * omprpc_device.h. clang-16 turns a device printf into __llvm_omp_vprintf(format, args, size), with
+ * the arguments in a struct laid out after C's default promotions at natural alignment; that struct
+ * travels to the host as it is, with the bytes of each %s string, and the host's own vfprintf
+ * prints it. The other calls are undefined symbols of the device link that this library defines.
+ *
+ * Only the GPU passes define anything: the host's pass (and the host device, whose target regions
+ * call the host's C library directly) gets an empty object. Tests build this file for the host device
+ * with OMPRPC_LIBC_PREFIX defined, which names every function omprpc_libc_<name> instead, so that the
+ * library's code runs through omprpc's host device without replacing the host's C library. */
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__NVPTX__) || defined(__AMDGCN__) || defined(OMPRPC_LIBC_PREFIX)
+
+#include "omprpc_device.h"
+
+#ifdef OMPRPC_LIBC_PREFIX
+#define OMPRPC_LIBC_(name) omprpc_libc_##name
+#else
+#define OMPRPC_LIBC_(name) name
+#endif
+
+/* The C library's stream type, as the program's headers name it; only its address matters here. */
+typedef struct _IO_FILE omprpc_libc_FILE_;
+#define OMPRPC_LIBC_EOF (-1)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma omp begin declare target
+
+/* A declare-target function that names stdin, stdout or stderr reads these; a target region itself
+ * gets the host's own pointers from the host (clang passes them in by value), which the host knows. */
+omprpc_libc_FILE_ *OMPRPC_LIBC_(stdin) = (omprpc_libc_FILE_ *)OMPRPC_STDIN;
+omprpc_libc_FILE_ *OMPRPC_LIBC_(stdout) = (omprpc_libc_FILE_ *)OMPRPC_STDOUT;
+omprpc_libc_FILE_ *OMPRPC_LIBC_(stderr) = (omprpc_libc_FILE_ *)OMPRPC_STDERR;
+
+static inline omprpc_file *omprpc_libc_stream_(omprpc_libc_FILE_ *stream) { return (omprpc_file *)stream; }
+
+/* ---- printf ---- */
+
+int OMPRPC_LIBC_(__llvm_omp_vprintf)(const char *format, void *args, uint32_t size) {
+  return omprpc_vprintf_struct_(OMPRPC_STDOUT, format, args, size);
+}
+
+/* fprintf's form of the same, for the opt-in header omprpc_libc.h. */
+int omprpc_libc_vfprintf_struct(omprpc_libc_FILE_ *stream, const char *format, void *args, uint32_t size) {
+  return omprpc_vprintf_struct_(omprpc_libc_stream_(stream), format, args, size);
+}
+
+/* ---- Streams ---- */
+
+int OMPRPC_LIBC_(puts)(const char *s) { return omprpc_puts(s) < 0 ? OMPRPC_LIBC_EOF : 0; }
+
+int OMPRPC_LIBC_(fputs)(const char *s, omprpc_libc_FILE_ *stream) {
+  return omprpc_fputs(s, omprpc_libc_stream_(stream)) < 0 ? OMPRPC_LIBC_EOF : 0;
+}
+
+int OMPRPC_LIBC_(fputc)(int c, omprpc_libc_FILE_ *stream) {
+  unsigned char byte = (unsigned char)c;
+  return omprpc_fwrite(&byte, 1, 1, omprpc_libc_stream_(stream)) == 1 ? byte : OMPRPC_LIBC_EOF;
+}
+
+int OMPRPC_LIBC_(putc)(int c, omprpc_libc_FILE_ *stream) { return OMPRPC_LIBC_(fputc)(c, stream); }
+
+int OMPRPC_LIBC_(putchar)(int c) { return OMPRPC_LIBC_(fputc)(c, (omprpc_libc_FILE_ *)OMPRPC_STDOUT); }
+
+size_t OMPRPC_LIBC_(fwrite)(const void *data, size_t size, size_t count, omprpc_libc_FILE_ *stream) {
+  return omprpc_fwrite(data, size, count, omprpc_libc_stream_(stream));
+}
+
+size_t OMPRPC_LIBC_(fread)(void *buffer, size_t size, size_t count, omprpc_libc_FILE_ *stream) {
+  return omprpc_fread(buffer, size, count, omprpc_libc_stream_(stream));
+}
+
+char *OMPRPC_LIBC_(fgets)(char *s, int count, omprpc_libc_FILE_ *stream) {
+  return omprpc_fgets(s, count, omprpc_libc_stream_(stream));
+}
+
+omprpc_libc_FILE_ *OMPRPC_LIBC_(fopen)(const char *path, const char *mode) {
+  return (omprpc_libc_FILE_ *)omprpc_fopen(path, mode);
+}
+
+int OMPRPC_LIBC_(fclose)(omprpc_libc_FILE_ *stream) {
+  return omprpc_fclose(omprpc_libc_stream_(stream)) < 0 ? OMPRPC_LIBC_EOF : 0;
+}
+
+int OMPRPC_LIBC_(fflush)(omprpc_libc_FILE_ *stream) { return omprpc_fflush(omprpc_libc_stream_(stream)); }
+
+int OMPRPC_LIBC_(fseek)(omprpc_libc_FILE_ *stream, long offset, int whence) {
+  return omprpc_fseek(omprpc_libc_stream_(stream), offset, whence);
+}
+
+long OMPRPC_LIBC_(ftell)(omprpc_libc_FILE_ *stream) { return omprpc_ftell(omprpc_libc_stream_(stream)); }
+
+int OMPRPC_LIBC_(feof)(omprpc_libc_FILE_ *stream) { return omprpc_feof(omprpc_libc_stream_(stream)); }
+
+int OMPRPC_LIBC_(ferror)(omprpc_libc_FILE_ *stream) { return omprpc_ferror(omprpc_libc_stream_(stream)); }
+
+int OMPRPC_LIBC_(remove)(const char *path) { return omprpc_remove(path); }
+
+/* ---- Memory ----------------------------------------------------------------------------------------
+ * Blocks of the device heap the plugin reserves (RPC MALLOC/FREE). Each block starts 16 bytes before
+ * the pointer handed out: the heap's own pointer (which differs for aligned_alloc) and the size asked
+ * for, which realloc needs. */
+
+typedef struct {
+  uint64_t raw;
+  uint64_t size;
+} omprpc_libc_block_;
+
+static inline void *omprpc_libc_alloc_(size_t size, size_t alignment) {
+  if (alignment < 16)
+    alignment = 16;
+  if (size > ~(size_t)0 - alignment - 16)
+    return 0;
+  char *raw = (char *)omprpc_malloc(size + 16 + (alignment - 16));
+  if (!raw)
+    return 0;
+  uintptr_t at = ((uintptr_t)raw + 16 + alignment - 1) / alignment * alignment;
+  omprpc_libc_block_ *block = (omprpc_libc_block_ *)(at - 16);
+  block->raw = (uint64_t)(uintptr_t)raw;
+  block->size = size;
+  return (void *)at;
+}
+
+static inline omprpc_libc_block_ *omprpc_libc_block_of_(void *ptr) {
+  return (omprpc_libc_block_ *)((char *)ptr - 16);
+}
+
+void *OMPRPC_LIBC_(malloc)(size_t size) { return omprpc_libc_alloc_(size, 16); }
+
+void OMPRPC_LIBC_(free)(void *ptr) {
+  if (ptr)
+    omprpc_free((void *)(uintptr_t)omprpc_libc_block_of_(ptr)->raw);
+}
+
+void *OMPRPC_LIBC_(calloc)(size_t count, size_t size) {
+  if (size && count > ~(size_t)0 / size)
+    return 0;
+  char *p = (char *)omprpc_libc_alloc_(count * size, 16);
+  if (p)
+    for (size_t i = 0; i < count * size; ++i)
+      p[i] = 0;
+  return p;
+}
+
+void *OMPRPC_LIBC_(realloc)(void *ptr, size_t size) {
+  if (!ptr)
+    return OMPRPC_LIBC_(malloc)(size);
+  if (size == 0) {
+    OMPRPC_LIBC_(free)(ptr);
+    return 0;
+  }
+  uint64_t old = omprpc_libc_block_of_(ptr)->size;
+  void *moved = omprpc_libc_alloc_(size, 16);
+  if (!moved)
+    return 0;
+  omprpc_copy_(moved, ptr, old < size ? old : size);
+  OMPRPC_LIBC_(free)(ptr);
+  return moved;
+}
+
+void *OMPRPC_LIBC_(aligned_alloc)(size_t alignment, size_t size) {
+  if (alignment == 0 || (alignment & (alignment - 1)))
+    return 0;
+  return omprpc_libc_alloc_(size, alignment);
+}
+
+/* ---- Ending the program ---- */
+
+void OMPRPC_LIBC_(exit)(int status) {
+  omprpc_exit(status);
+  __builtin_unreachable();
+}
+
+void OMPRPC_LIBC_(abort)(void) {
+  omprpc_abort();
+  __builtin_unreachable();
+}
+
+/* glibc's assert calls this; the host's C library reports it and aborts (status 134). */
+void OMPRPC_LIBC_(__assert_fail)(const char *expression, const char *file, unsigned int line,
+                                 const char *function) {
+  if (!omprpc_rpc_active())
+    OMPRPC_LIBC_(abort)();
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  packet.data[0] = line;
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_ASSERT_FAIL);
+  omprpc_send(&port, &packet);
+  omprpc_send_n(&port, expression, omprpc_strlen_(expression) + 1);
+  omprpc_send_n(&port, file, omprpc_strlen_(file) + 1);
+  omprpc_send_n(&port, function, omprpc_strlen_(function) + 1);
+  omprpc_close(&port);
+  omprpc_halt_();
+}
+
+#pragma omp end declare target
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

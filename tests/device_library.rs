@@ -1,0 +1,355 @@
+//! omprpc's device library (`device/omprpc_libc.c`, `libomprpc-device.a`), which gives unchanged
+//! programs host services: its own code run through omprpc's host device against the host's printf,
+//! unchanged programs linked with it for every GPU target, and the printf argument layout it relies on
+//! checked against the struct clang-16 builds for nvptx64 and amdgcn. Host services need the `rpc`
+//! feature.
+#![cfg(feature = "rpc")]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use omprpc::rpc::printf::{arguments, layout, Arg};
+use support::{build_program, check_ours_ran, run, Gpu, Plugin};
+
+#[test]
+fn library_code_prints_what_the_hosts_printf_prints() {
+    let exe = build_program("libc_library.c");
+    let out = run(&exe, &[], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exited with {}; stderr:\n{stderr}", out.status);
+    check_ours_ran(&stderr).unwrap();
+    let (device, host) = stdout
+        .split_once("--- the host's printf:\n")
+        .unwrap_or_else(|| panic!("no host half in:\n{stdout}"));
+    let (host_printed, results) = host.split_once("--- results:").expect("results");
+    assert!(host_printed.lines().count() >= 12, "{host_printed}");
+    assert_eq!(
+        device,
+        format!("{host_printed}puts line\nfputs line\n!\n"),
+        "the library's printf (first) against the host's"
+    );
+    let mut lines = results.lines();
+    let ours = lines.next().unwrap().trim();
+    let theirs = lines
+        .next()
+        .unwrap()
+        .trim_start_matches("--- the host's results:")
+        .trim();
+    assert_eq!(ours, theirs, "printf's results");
+    assert_eq!(
+        lines.next(),
+        Some("streams: 0 0 33 10 | 1 22 0 22 0 0 0 0 | written by the device"),
+        "puts, fputs, putchar, fputc | fopen, fwrite, fflush, ftell, fseek, feof/ferror, fclose, remove | fgets"
+    );
+    assert_eq!(
+        lines.next(),
+        Some("memory: 1"),
+        "malloc, realloc, calloc, aligned_alloc"
+    );
+}
+
+#[test]
+fn library_exit_ends_the_program_with_its_status() {
+    let exe = build_program("libc_library.c");
+    let out = run(&exe, &["x"], Plugin::Ours, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("memory: 1\n"),
+        "output flushed"
+    );
+}
+
+#[test]
+fn library_assert_reports_as_a_host_assert_and_aborts() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = build_program("libc_library.c");
+    let out = run(&exe, &["a"], Plugin::Ours, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{stderr}");
+    assert!(
+        stderr.contains("libc_library: libc_library.c:99: main: Assertion `two + 2 == 5' failed.\n"),
+        "glibc's message for the device's assertion:\n{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("memory: 1\n"),
+        "output flushed first"
+    );
+}
+
+/// The library built for every GPU target, once per test process.
+fn library_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        support::require_gpu_toolchains();
+        let dir = support::scratch().join("device-library");
+        let out = Command::new("sh")
+            .arg(support::root().join("scripts/build-device-lib.sh"))
+            .arg(&dir)
+            .output()
+            .expect("sh");
+        assert!(
+            out.status.success(),
+            "scripts/build-device-lib.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir
+    })
+    .clone()
+}
+
+/// Builds `c_tests/gpu/unchanged.c` for `gpu` with `extra` flags; the compiler's output on failure.
+fn build_unchanged(gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
+    let exe = support::scratch()
+        .join("gpu")
+        .join(format!("unchanged-{}-{}", gpu.arch(), extra.len()));
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    let path = format!(
+        "{}:{}",
+        support::cuda_root().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("clang-16")
+        .args(gpu.flags())
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg(support::root().join("c_tests/gpu/unchanged.c"))
+        // After the source, as a linker needs an archive after the objects that use it.
+        .args(extra)
+        .arg("-o")
+        .arg(&exe)
+        .env("PATH", path)
+        .output()
+        .expect("clang-16");
+    if out.status.success() {
+        Ok(exe)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The symbols of an ELF file as `llvm-readelf-16 -s` lists them: (binding, section, name).
+fn symbols(image: &[u8], name: &Path) -> Vec<(String, String, String)> {
+    std::fs::write(name, image).unwrap();
+    let out = Command::new("llvm-readelf-16")
+        .args(["-s", "--wide"])
+        .arg(name)
+        .output()
+        .expect("llvm-readelf-16 (sh scripts/setup-debian.sh installs llvm-16)");
+    let _ = std::fs::remove_file(name);
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.len() == 8 && fields[0].ends_with(':'))
+                .then(|| (fields[4].to_string(), fields[6].to_string(), fields[7].to_string()))
+        })
+        .collect()
+}
+
+const GPUS: [Gpu; 13] = [
+    Gpu::Nvptx("sm_70"),
+    Gpu::Nvptx("sm_72"),
+    Gpu::Nvptx("sm_75"),
+    Gpu::Nvptx("sm_80"),
+    Gpu::Nvptx("sm_86"),
+    Gpu::Nvptx("sm_89"),
+    Gpu::Nvptx("sm_90"),
+    Gpu::Amdgcn("gfx906"),
+    Gpu::Amdgcn("gfx908"),
+    Gpu::Amdgcn("gfx90a"),
+    Gpu::Amdgcn("gfx940"),
+    Gpu::Amdgcn("gfx1030"),
+    Gpu::Amdgcn("gfx1100"),
+];
+
+/// The C library calls of `unchanged.c`, which the device link must find defined.
+const CALLS: [&str; 20] = [
+    "__llvm_omp_vprintf",
+    "puts",
+    "putchar",
+    "fputs",
+    "fopen",
+    "fwrite",
+    "fflush",
+    "fseek",
+    "fgets",
+    "ftell",
+    "feof",
+    "ferror",
+    "fread",
+    "fclose",
+    "remove",
+    "malloc",
+    "calloc",
+    "realloc",
+    "aligned_alloc",
+    "__assert_fail",
+];
+
+#[test]
+fn unchanged_programs_link_with_the_library_for_every_gpu_target() {
+    let dir = library_dir();
+    let flags = vec![
+        "-include".to_string(),
+        dir.join("omprpc_libc.h").display().to_string(),
+        format!("-L{}", dir.display()),
+        "-lomprpc-device".to_string(),
+    ];
+    let mut failures = Vec::new();
+    for gpu in GPUS {
+        let exe = match build_unchanged(gpu, &flags) {
+            Ok(exe) => exe,
+            Err(e) => {
+                failures.push(format!("{gpu:?} did not build:\n{e}"));
+                continue;
+            }
+        };
+        let image = support::extract_image(&exe, gpu);
+        let symbols = symbols(&image, &exe.with_extension("image"));
+        let undefined: Vec<&str> = symbols
+            .iter()
+            .filter(|(_, section, name)| section == "UND" && CALLS.contains(&name.as_str()))
+            .map(|(_, _, name)| name.as_str())
+            .collect();
+        if !undefined.is_empty() {
+            failures.push(format!("{gpu:?}: undefined in the image: {undefined:?}"));
+        }
+        if !symbols
+            .iter()
+            .any(|(_, section, name)| name == "__llvm_libc_rpc_client" && section != "UND")
+        {
+            failures.push(format!(
+                "{gpu:?}: no RPC client in the image, so the library's calls are not in it"
+            ));
+        }
+        if let Gpu::Nvptx(_) = gpu {
+            // nvlink keeps function symbols: printf must be the library's, not the device runtime's.
+            if !symbols
+                .iter()
+                .any(|(_, section, name)| name == "__llvm_omp_vprintf" && section != "UND")
+            {
+                failures.push(format!("{gpu:?}: __llvm_omp_vprintf is not defined in the image"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn without_the_library_an_unchanged_program_does_not_link_and_with_it_needs_no_header_on_amd() {
+    let dir = library_dir();
+    // Without the opt-in header, fprintf cannot be compiled for AMD: the program's own fprintf calls
+    // are what the header is for, so this build leaves them out.
+    let no_fprintf = ["-DUNCHANGED_WITHOUT_FPRINTF".to_string()];
+    let err = build_unchanged(Gpu::Amdgcn("gfx90a"), &no_fprintf).expect_err("linked without the library");
+    assert!(err.contains("undefined symbol: puts"), "{err}");
+    let mut with_library = no_fprintf.to_vec();
+    with_library.push(format!("-L{}", dir.display()));
+    with_library.push("-lomprpc-device".to_string());
+    let exe = build_unchanged(Gpu::Amdgcn("gfx90a"), &with_library).unwrap();
+    let image = support::extract_image(&exe, Gpu::Amdgcn("gfx90a"));
+    let symbols = symbols(&image, &exe.with_extension("image"));
+    assert!(
+        symbols
+            .iter()
+            .any(|(_, s, name)| name == "__llvm_libc_rpc_client" && s != "UND"),
+        "the library's client is in the image"
+    );
+}
+
+/// The LLVM types of each `__llvm_omp_vprintf` call's argument struct in a device module, with the
+/// size clang passes, in call order.
+fn printf_structs(ir: &str) -> Vec<(Vec<String>, usize)> {
+    let mut types = std::collections::HashMap::new();
+    for line in ir.lines() {
+        if let Some((name, body)) = line.split_once(" = type { ") {
+            let fields: Vec<String> = body.trim_end_matches(" }").split(", ").map(str::to_string).collect();
+            types.insert(name.to_string(), fields);
+        }
+    }
+    let mut allocas = std::collections::HashMap::new();
+    let mut calls = Vec::new();
+    for line in ir.lines() {
+        let line = line.trim();
+        if let Some((value, rest)) = line.split_once(" = alloca %printf_args") {
+            let name = format!("%printf_args{}", rest.split(',').next().unwrap());
+            allocas.insert(value.to_string(), name);
+        }
+        if let Some((_, args)) = line.split_once("call i32 @__llvm_omp_vprintf(") {
+            // `..., i32 80)`, perhaps followed by attributes.
+            let last = args.rsplit("i32 ").next().unwrap();
+            let digits: String = last.chars().take_while(char::is_ascii_digit).collect();
+            calls.push(digits.parse().unwrap());
+        }
+    }
+    let mut names: Vec<&String> = allocas.values().collect();
+    names.sort_by_key(|n| {
+        n.trim_start_matches("%printf_args")
+            .trim_start_matches('.')
+            .parse::<i64>()
+            .unwrap_or(-1)
+    });
+    names
+        .into_iter()
+        .zip(calls)
+        .map(|(name, size)| (types[name].clone(), size))
+        .collect()
+}
+
+/// Formats with every promoted type, in the order of `c_tests/gpu/printf_layout.c`.
+const LAYOUT_FORMATS: [&str; 6] = [
+    "%d %s %f %c %ld %hhd %p %Lf\n",
+    "%hd %lld %zu %e %s %c\n",
+    "%*.*f %Lg %d\n",
+    "%ls %lc %g %jd %td\n",
+    "%c %Lf %c\n",
+    "%f %d %f %d %s %d %Le\n",
+];
+
+#[test]
+fn printf_arguments_are_laid_out_as_clang_16_lays_them_out() {
+    support::require_gpu_toolchains();
+    for gpu in [Gpu::Nvptx("sm_80"), Gpu::Amdgcn("gfx90a")] {
+        let ir_file = support::scratch().join(format!("printf_layout-{}.ll", gpu.arch()));
+        let out = Command::new("clang-16")
+            .args(gpu.flags())
+            .args(["-O0", "-S", "-emit-llvm", "--offload-device-only"])
+            .arg(support::root().join("c_tests/gpu/printf_layout.c"))
+            .arg("-o")
+            .arg(&ir_file)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    support::cuda_root().join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .output()
+            .expect("clang-16");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let structs = printf_structs(&std::fs::read_to_string(&ir_file).unwrap());
+        assert_eq!(structs.len(), LAYOUT_FORMATS.len(), "{gpu:?}: one struct per printf");
+        for ((fields, size), format) in structs.iter().zip(LAYOUT_FORMATS) {
+            let args = arguments(format!("{format}\0").as_bytes()).unwrap();
+            let kinds: Vec<&str> = args
+                .iter()
+                .map(|arg| match arg {
+                    Arg::Int => "i32",
+                    Arg::Long => "i64",
+                    Arg::Double => "double",
+                    Arg::LongDouble => "x86_fp80",
+                    Arg::Pointer | Arg::String | Arg::WideString => "ptr",
+                })
+                .collect();
+            assert_eq!(fields, &kinds, "{gpu:?}: the struct clang builds for {format:?}");
+            let (_, end) = layout(&args);
+            let align = args.iter().map(|a| a.size()).max().unwrap_or(1);
+            assert_eq!(end.div_ceil(align) * align, *size, "{gpu:?}: size of {format:?}");
+        }
+    }
+}
