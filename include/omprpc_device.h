@@ -1142,21 +1142,6 @@ typedef struct {
   int stage;
 } omprpc_request_;
 
-static inline void omprpc_request_start_(omprpc_request_ *r, omprpc_file *f, const char *format, const void *args,
-                                         uint64_t args_len) {
-  r->format = format;
-  r->format_len = omprpc_strlen_(format) + 1;
-  r->strings.scan = format;
-  r->strings.args = (const char *)args;
-  r->strings.args_len = args_len;
-  r->strings.at = 0;
-  r->head[0] = (uint64_t)(uintptr_t)f;
-  r->head[1] = r->format_len | (args_len << 32);
-  r->piece = (const char *)r->head;
-  r->left = sizeof r->head;
-  r->stage = 0;
-}
-
 /* Moves to the next piece; 0 at the end of the request. */
 static inline int omprpc_request_next_(omprpc_request_ *r) {
   const char *bytes;
@@ -1197,13 +1182,26 @@ static inline void omprpc_request_take_(omprpc_request_ *r, char *dst, uint64_t 
   }
 }
 
-/* The request's size in bytes. */
-static inline uint64_t omprpc_request_size_(const char *format, const void *args, uint64_t args_len) {
-  omprpc_strings_ w = {format, (const char *)args, args_len, 0};
-  uint64_t size = 16 + omprpc_strlen_(format) + 1 + args_len;
+/* Starts a request for `format` and `args`; returns its size in bytes. The strings are walked once
+ * here for their sizes, which the first packet carries, and once more as they are sent. */
+static inline uint64_t omprpc_request_start_(omprpc_request_ *r, omprpc_file *f, const char *format,
+                                             const void *args, uint64_t args_len) {
+  r->format = format;
+  r->format_len = omprpc_strlen_(format) + 1;
+  r->strings.scan = format;
+  r->strings.args = (const char *)args;
+  r->strings.args_len = args_len;
+  r->strings.at = 0;
+  r->head[0] = (uint64_t)(uintptr_t)f;
+  r->head[1] = r->format_len | (args_len << 32);
+  r->piece = (const char *)r->head;
+  r->left = sizeof r->head;
+  r->stage = 0;
+  omprpc_strings_ walk = r->strings;
+  uint64_t size = sizeof r->head + r->format_len + args_len;
   const char *bytes;
   uint64_t count;
-  while (omprpc_next_string_(&w, &bytes, &count))
+  while (omprpc_next_string_(&walk, &bytes, &count))
     size += 8 + (count == ~(uint64_t)0 ? 0 : count);
   return size;
 }
@@ -1214,8 +1212,7 @@ static inline int omprpc_vprintf_struct_(omprpc_file *f, const char *format, con
   if (!format || !omprpc_writable_(f) || !omprpc_rpc_active())
     return -1;
   omprpc_request_ request;
-  omprpc_request_start_(&request, f, format, args, args_len);
-  uint64_t size = omprpc_request_size_(format, args, args_len);
+  uint64_t size = omprpc_request_start_(&request, f, format, args, args_len);
   omprpc_packet packet;
   omprpc_client_port port = omprpc_open(OMPRPC_OP_PRINTF);
   packet.data[0] = size;

@@ -107,20 +107,14 @@ fn build_unchanged(gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
         .join("gpu")
         .join(format!("unchanged-{}-{}", gpu.arch(), extra.len()));
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
-    let path = format!(
-        "{}:{}",
-        support::cuda_root().join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new("clang-16")
-        .args(gpu.flags())
+    let out = gpu
+        .compiler("clang-16")
         .args(["-O2", "-Wall", "-Werror"])
         .arg(support::root().join("c_tests/gpu/unchanged.c"))
         // After the source, as a linker needs an archive after the objects that use it.
         .args(extra)
         .arg("-o")
         .arg(&exe)
-        .env("PATH", path)
         .output()
         .expect("clang-16");
     if out.status.success() {
@@ -315,20 +309,12 @@ fn printf_arguments_are_laid_out_as_clang_16_lays_them_out() {
     support::require_gpu_toolchains();
     for gpu in [Gpu::Nvptx("sm_80"), Gpu::Amdgcn("gfx90a")] {
         let ir_file = support::scratch().join(format!("printf_layout-{}.ll", gpu.arch()));
-        let out = Command::new("clang-16")
-            .args(gpu.flags())
+        let out = gpu
+            .compiler("clang-16")
             .args(["-O0", "-S", "-emit-llvm", "--offload-device-only"])
             .arg(support::root().join("c_tests/gpu/printf_layout.c"))
             .arg("-o")
             .arg(&ir_file)
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    support::cuda_root().join("bin").display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            )
             .output()
             .expect("clang-16");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

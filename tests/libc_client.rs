@@ -307,8 +307,8 @@ fn clang_16_cannot_build_libc_19s_gpu_client_and_says_why() {
             &["__builtin_amdgcn_wavefrontsize", "__builtin_readsteadycounter"][..],
         ),
     ] {
-        let out = Command::new("clang++-16")
-            .args(gpu.flags())
+        let out = gpu
+            .compiler("clang++-16")
             .args([
                 "-std=c++17",
                 "-Wno-openmp-target",
@@ -319,14 +319,6 @@ fn clang_16_cannot_build_libc_19s_gpu_client_and_says_why() {
             .arg(&source)
             .arg("-o")
             .arg(out_dir().join(format!("gpu_client_{gpu:?}")))
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    support::cuda_root().join("bin").display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            )
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -69,9 +69,28 @@ pub enum Refused {
 /// conversions with glibc's additions (`%b`, `%m`, `%C`, `%S`). A conversion it does not know reads
 /// nothing, as glibc prints it as text. The device's reader in `omprpc_device.h` keeps the same rules.
 pub fn arguments(format: &[u8]) -> Result<Vec<Arg>, Refused> {
+    let at = |i: usize| format.get(i).copied().unwrap_or(0);
+    let after_digits = |mut i: usize| {
+        while at(i).is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    // A width or a precision at `i`: `*` reads an `int` (unless positional, `*2$`), digits read
+    // nothing. Returns where it ends.
+    let width = |i: usize, args: &mut Vec<Arg>| -> Result<usize, Refused> {
+        if at(i) != b'*' {
+            return Ok(after_digits(i));
+        }
+        args.push(Arg::Int);
+        let end = after_digits(i + 1);
+        if end > i + 1 && at(end) == b'$' {
+            return Err(Refused::Positional);
+        }
+        Ok(end)
+    };
     let mut args = Vec::new();
     let mut i = 0;
-    let at = |i: usize| format.get(i).copied().unwrap_or(0);
     while i < format.len() && format[i] != 0 {
         if format[i] != b'%' {
             i += 1;
@@ -82,42 +101,16 @@ pub fn arguments(format: &[u8]) -> Result<Vec<Arg>, Refused> {
             i += 1;
             continue;
         }
-        let digits_then_dollar = |mut j: usize| {
-            while at(j).is_ascii_digit() {
-                j += 1;
-            }
-            j > 0 && at(j) == b'$' && at(j - 1).is_ascii_digit()
-        };
-        if digits_then_dollar(i) {
+        let digits = after_digits(i);
+        if digits > i && at(digits) == b'$' {
             return Err(Refused::Positional);
         }
         while b"-+ #0'I".contains(&at(i)) && at(i) != 0 {
             i += 1;
         }
-        if at(i) == b'*' {
-            args.push(Arg::Int);
-            i += 1;
-            if digits_then_dollar(i) {
-                return Err(Refused::Positional);
-            }
-        } else {
-            while at(i).is_ascii_digit() {
-                i += 1;
-            }
-        }
+        i = width(i, &mut args)?;
         if at(i) == b'.' {
-            i += 1;
-            if at(i) == b'*' {
-                args.push(Arg::Int);
-                i += 1;
-                if digits_then_dollar(i) {
-                    return Err(Refused::Positional);
-                }
-            } else {
-                while at(i).is_ascii_digit() {
-                    i += 1;
-                }
-            }
+            i = width(i + 1, &mut args)?;
         }
         let (mut longs, mut big) = (0, false);
         loop {
@@ -185,17 +178,19 @@ pub struct Request<'a> {
     pub strings: &'a [u8],
 }
 
+/// The little-endian number of `n` (at most 8) bytes at `at` in `bytes`; `None` past their end.
+fn le_number(bytes: &[u8], at: usize, n: usize) -> Option<u64> {
+    let mut buf = [0u8; 8];
+    buf[..n].copy_from_slice(bytes.get(at..at.checked_add(n)?)?);
+    Some(u64::from_le_bytes(buf))
+}
+
 impl<'a> Request<'a> {
     /// Splits `bytes`; `None` when they are not a request (too short, or no NUL ending the format).
     pub fn parse(bytes: &'a [u8]) -> Option<Request<'a>> {
-        let word = |at: usize, n: usize| -> Option<u64> {
-            let mut buf = [0u8; 8];
-            buf[..n].copy_from_slice(bytes.get(at..at + n)?);
-            Some(u64::from_le_bytes(buf))
-        };
-        let stream = word(0, 8)?;
-        let format_len = word(8, 4)? as usize;
-        let args_len = word(12, 4)? as usize;
+        let stream = le_number(bytes, 0, 8)?;
+        let format_len = le_number(bytes, 8, 4)? as usize;
+        let args_len = le_number(bytes, 12, 4)? as usize;
         let format = bytes.get(16..16usize.checked_add(format_len)?)?;
         if format.last() != Some(&0) {
             return None;
@@ -261,13 +256,8 @@ impl Slots {
 /// Reads the request's arguments into slots.
 fn slots(request: &Request, args: &[Arg]) -> Result<Slots, NotPrinted> {
     let (offsets, _) = layout(args);
-    let read = |at: usize, n: usize| -> u64 {
-        let mut buf = [0u8; 8];
-        if let Some(bytes) = request.args.get(at..at + n) {
-            buf[..n].copy_from_slice(bytes);
-        }
-        u64::from_le_bytes(buf)
-    };
+    // An argument the struct is too short for reads as 0.
+    let read = |at: usize, n: usize| le_number(request.args, at, n).unwrap_or(0);
     let mut strings_left = request.strings;
     let mut next_string = || -> Result<Option<&[u8]>, NotPrinted> {
         let (count, rest) = strings_left.split_first_chunk::<8>().ok_or(NotPrinted::Malformed)?;
@@ -325,71 +315,61 @@ fn slots(request: &Request, args: &[Arg]) -> Result<Slots, NotPrinted> {
     Ok(slots)
 }
 
-/// libc 19.1's decoding of a stream word (`to_stream` of its GPU stdio).
-fn host_stream(word: u64) -> *mut FILE {
-    extern "C" {
-        static stdin: *mut FILE;
-        static stdout: *mut FILE;
-        static stderr: *mut FILE;
-    }
-    // SAFETY: reading the C library's standard stream pointers.
-    unsafe {
-        match word & 3 {
-            1 => stdin,
-            2 => stdout,
-            3 => stderr,
-            _ => word as usize as *mut FILE,
+/// Prints one lane's request; the C library's count, or -1 after an error line.
+fn print(bytes: &[u8]) -> i64 {
+    let Some(request) = Request::parse(bytes) else {
+        log::error(format_args!(
+            "{}: printf: the request was malformed; nothing printed",
+            super::server::served_device_label()
+        ));
+        return -1;
+    };
+    match print_request(&request) {
+        Ok(count) => i64::from(count),
+        Err(why) => {
+            let reason = match why {
+                NotPrinted::Malformed => "the request was malformed",
+                NotPrinted::Refused(Refused::WritesThroughPointer) => {
+                    "%n is not available to device code (it would write through a device pointer)"
+                }
+                NotPrinted::Refused(Refused::Positional) => {
+                    "positional arguments (%1$d) are not available to device code"
+                }
+            };
+            let format = String::from_utf8_lossy(&request.format[..request.format.len() - 1]);
+            log::error(format_args!(
+                "{}: printf({format:?}): {reason}; nothing printed",
+                super::server::served_device_label()
+            ));
+            -1
         }
     }
 }
 
-/// Prints one lane's request; the C library's count, or -1.
-fn print(bytes: &[u8]) -> i64 {
-    let printed = Request::parse(bytes).ok_or(NotPrinted::Malformed).and_then(|request| {
-        let args = arguments(request.format).map_err(NotPrinted::Refused)?;
-        let mut slots = slots(&request, &args)?;
-        let stream = host_stream(request.stream);
-        let mut ap = VaList {
-            gp_offset: GP_REGISTERS_USED,
-            fp_offset: FP_REGISTERS_USED,
-            overflow_arg_area: slots.words.as_mut_ptr().cast(),
-            reg_save_area: std::ptr::null_mut(),
-        };
-        let format = request.format.as_ptr().cast::<c_char>();
-        Ok(super::streams::checked::with_stream(
-            super::streams::WRITE,
-            stream,
-            -1,
-            || {
-                // SAFETY: `format` is NUL-terminated (checked by `parse`); `ap` hands the C library one slot
-                // per argument that `format` reads, of the type it reads (`arguments` follows its grammar),
-                // string slots pointing at NUL-terminated host copies that `slots` keeps alive, and no
-                // argument is written through (`%n` is refused); `stream` is live (checked by `with_stream`).
-                unsafe { vfprintf(stream, format, &mut ap) }
-            },
-        ))
-    });
-    match printed {
-        Ok(count) => i64::from(count),
-        Err(why) => {
-            let device =
-                super::server::device_being_served().map_or_else(|| "a device".to_string(), |d| format!("device {d}"));
-            let format = Request::parse(bytes)
-                .map(|r| String::from_utf8_lossy(&r.format[..r.format.len() - 1]).into_owned())
-                .unwrap_or_default();
-            let reason = match why {
-                NotPrinted::Malformed => "the request was malformed".to_string(),
-                NotPrinted::Refused(Refused::WritesThroughPointer) => {
-                    "%n is not available to device code (it would write through a device pointer)".to_string()
-                }
-                NotPrinted::Refused(Refused::Positional) => {
-                    "positional arguments (%1$d) are not available to device code".to_string()
-                }
-            };
-            log::error(format_args!("{device}: printf({format:?}): {reason}; nothing printed"));
-            -1
-        }
-    }
+/// Prints a well-formed request with the C library's `vfprintf`; its count.
+fn print_request(request: &Request) -> Result<c_int, NotPrinted> {
+    let args = arguments(request.format).map_err(NotPrinted::Refused)?;
+    let mut slots = slots(request, &args)?;
+    let stream = super::streams::from_device_word(request.stream);
+    let mut ap = VaList {
+        gp_offset: GP_REGISTERS_USED,
+        fp_offset: FP_REGISTERS_USED,
+        overflow_arg_area: slots.words.as_mut_ptr().cast(),
+        reg_save_area: std::ptr::null_mut(),
+    };
+    let format = request.format.as_ptr().cast::<c_char>();
+    Ok(super::streams::checked::with_stream(
+        super::streams::WRITE,
+        stream,
+        -1,
+        || {
+            // SAFETY: `format` is NUL-terminated (checked by `parse`); `ap` hands the C library one slot
+            // per argument that `format` reads, of the type it reads (`arguments` follows its grammar),
+            // string slots pointing at NUL-terminated host copies that `slots` keeps alive, and no
+            // argument is written through (`%n` is refused); `stream` is live (checked by `with_stream`).
+            unsafe { vfprintf(stream, format, &mut ap) }
+        },
+    ))
 }
 
 /// libc's callback for [`ffi::opcode::PRINTF`].

@@ -30,6 +30,11 @@ pub fn device_being_served() -> Option<usize> {
     super::calls::device_being_served()
 }
 
+/// How an error line names the device being served: `device 3`, or `a device` off a serving thread.
+pub fn served_device_label() -> String {
+    device_being_served().map_or_else(|| "a device".to_string(), |d| format!("device {d}"))
+}
+
 // In the shared object, the link wraps `exit` (see build.rs): the only caller of `exit` there is
 // libc's RPC server serving a device's EXIT, and it lands here. The symbol is hidden, so it is not
 // exported.

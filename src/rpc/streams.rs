@@ -96,6 +96,20 @@ extern "C" {
     static stderr: *mut FILE;
 }
 
+/// The stream a device names with `word`, decoded as libc 19.1's GPU stdio encodes it (`to_stream`):
+/// 1, 2 or 3 in the low bits for stdin, stdout or stderr, otherwise a host `FILE *`.
+pub fn from_device_word(word: u64) -> *mut FILE {
+    // SAFETY: reading the C library's standard stream pointers.
+    unsafe {
+        match word & 3 {
+            1 => stdin,
+            2 => stdout,
+            3 => stderr,
+            _ => word as usize as *mut FILE,
+        }
+    }
+}
+
 /// Whether `stream` is one the host's C library may be handed for the device: one of the device's
 /// open files, or the host's standard streams.
 fn usable(stream: *mut FILE) -> bool {
@@ -110,7 +124,7 @@ pub(crate) const WRITE: &str = "fwrite, fputs or fprintf";
 
 /// Says once per call that `call` was refused a stream the device does not have open.
 fn refuse(call: &str, stream: *mut FILE) {
-    let device = super::server::device_being_served().map_or_else(|| "a device".to_string(), |d| format!("device {d}"));
+    let device = super::server::served_device_label();
     log::error(format_args!(
         "{device}: {call} on stream {:#x} that the device does not have open (closed already, or never \
          returned by fopen); the call failed",

@@ -85,49 +85,23 @@ pub fn real_libhsa_dir() -> PathBuf {
     dir
 }
 
-/// The AMDGPU device libraries for `arch`: Debian's, or, for a processor they stop short of (Debian
-/// 12's end at gfx1036, so gfx1100 is missing), a copy of them with the one library that names the
-/// processor's ISA version (`oclc_isa_version_<N>.bc`, a single constant) made from gfx1036's. The
-/// math and runtime libraries themselves are target-independent bitcode.
+/// The AMDGPU device libraries for `arch`: Debian's, or, for a processor they stop short of (gfx1100),
+/// the copy that `scripts/rocm-device-libs.sh` makes, as the image and library scripts use.
 pub fn rocm_device_libs(arch: &str) -> PathBuf {
-    let debian = PathBuf::from(ROCM_DEVICE_LIBS);
-    let number = arch.trim_start_matches("gfx");
-    let control = format!("oclc_isa_version_{number}.bc");
-    if debian.join(&control).exists() {
-        return debian;
-    }
     static DIRS: PathCache = OnceLock::new();
     once_per_process(&DIRS, arch, || {
-        let dir = scratch().join(format!("rocm-device-libs-{arch}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        for entry in std::fs::read_dir(&debian).unwrap() {
-            let entry = entry.unwrap();
-            std::os::unix::fs::symlink(entry.path(), dir.join(entry.file_name())).unwrap();
-        }
-        // gfxABCD is ISA version AB.C.D: 11000 for gfx1100.
-        let digits: Vec<u32> = number.chars().map(|c| c.to_digit(16).unwrap()).collect();
-        let version = digits[0] * 10_000 + digits[1] * 1000 + digits[2] * 100 + digits[3];
-        let text = Command::new("llvm-dis-16")
-            .arg(debian.join("oclc_isa_version_1036.bc"))
-            .arg("-o")
-            .arg("-")
+        let out = Command::new("sh")
+            .arg(root().join("scripts/rocm-device-libs.sh"))
+            .arg(arch)
+            .arg(scratch())
             .output()
-            .expect("llvm-dis-16 (install it with: sudo sh scripts/setup-debian.sh)");
-        assert!(text.status.success(), "llvm-dis-16 on oclc_isa_version_1036.bc");
-        let ir = String::from_utf8(text.stdout)
-            .unwrap()
-            .replace("i32 10306", &format!("i32 {version}"));
-        let ll = dir.join(format!("oclc_isa_version_{number}.ll"));
-        std::fs::write(&ll, ir).unwrap();
-        let status = Command::new("llvm-as-16")
-            .arg(&ll)
-            .arg("-o")
-            .arg(dir.join(&control))
-            .status()
-            .expect("llvm-as-16");
-        assert!(status.success(), "llvm-as-16 for {control}");
-        dir
+            .expect("sh");
+        assert!(
+            out.status.success(),
+            "scripts/rocm-device-libs.sh {arch}: {} (install the toolchains with: sudo sh scripts/setup-debian.sh)",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
     })
 }
 
@@ -196,6 +170,21 @@ impl Gpu {
         }
         flags
     }
+
+    /// `program` (`clang-16`, `clang++-16`) with this GPU's offload flags, and CUDA's tools first on
+    /// `PATH` (clang-16 runs ptxas and nvlink by name).
+    pub fn compiler(self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(self.flags()).env(
+            "PATH",
+            format!(
+                "{}:{}",
+                cuda_root().join("bin").display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        );
+        cmd
+    }
 }
 
 /// Builds `c_tests/<file>` for `gpu` with `-Wall -Werror` once per test process and returns the
@@ -214,9 +203,8 @@ fn compile_gpu_program(file: &str, gpu: Gpu) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(format!("{stem}-{}", gpu.arch()));
     let cxx = file.ends_with(".cpp");
-    let mut cmd = Command::new(if cxx { "clang++-16" } else { "clang-16" });
-    cmd.args(gpu.flags())
-        .args(["-O2", "-Wall", "-Werror"])
+    let mut cmd = gpu.compiler(if cxx { "clang++-16" } else { "clang-16" });
+    cmd.args(["-O2", "-Wall", "-Werror"])
         .arg("-I")
         .arg(root().join("c_tests"))
         .arg("-I")
@@ -224,12 +212,7 @@ fn compile_gpu_program(file: &str, gpu: Gpu) -> PathBuf {
     if cxx {
         cmd.arg("-std=c++17");
     }
-    let path = format!(
-        "{}:{}",
-        cuda_root().join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cmd.env("PATH", path).arg(&src).arg("-o").arg(&exe);
+    cmd.arg(&src).arg("-o").arg(&exe);
     let out = cmd.output().expect("running clang-16");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "building {file} for {gpu:?} failed:\n{stderr}");
