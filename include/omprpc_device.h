@@ -52,7 +52,13 @@ extern "C" {
  * OMPRPC_LANES threads share a port: a warp, a wavefront, or one thread on the host. The server of a
  * device is made with the same lane count. OMPRPC_SIMULATED_LANES (host builds, tests only) plays a
  * warp with the threads of an OpenMP parallel region, for a host device whose server has that many
- * lanes (OMPRPC_HOST_RPC_LANES). */
+ * lanes (OMPRPC_HOST_RPC_LANES).
+ *
+ * Every operation among lanes names its lanes (`mask`), and lanes outside it may be doing something
+ * else at the same time: lanes of one warp that make different calls at once (another opcode) are
+ * split into groups (omprpc_match_), each group on a port of its own, and the groups run side by side
+ * (in lockstep on AMD, where the broadcast therefore reads the group leader's lane, not the wave's
+ * first; interleaved on NVIDIA, where every *_sync intrinsic takes the group's mask). */
 
 #if defined(__NVPTX__)
 #define OMPRPC_LANES 32
@@ -65,9 +71,13 @@ static inline uint32_t omprpc_lane_id_(void) { return (uint32_t)__nvvm_read_ptx_
 static inline uint64_t omprpc_ballot_(uint64_t mask, int x) {
   return (uint32_t)__nvvm_vote_ballot_sync((uint32_t)mask, x != 0);
 }
-/* The value `x` of the lowest active lane, in every lane. */
+/* The value `x` of the lowest lane of `mask`, in every lane of `mask`. */
 static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
   return (uint32_t)__nvvm_shfl_sync_idx_i32((uint32_t)mask, (int)x, __builtin_ctz((uint32_t)mask), 31);
+}
+/* The lanes of `mask` whose `x` equals this lane's. */
+static inline uint64_t omprpc_match_(uint64_t mask, uint32_t x) {
+  return (uint32_t)__nvvm_match_any_sync_i32((uint32_t)mask, (int)x);
 }
 static inline void omprpc_sync_lanes_(uint64_t mask) { __nvvm_bar_warp_sync((uint32_t)mask); }
 static inline uint32_t omprpc_start_port_(void) {
@@ -91,9 +101,21 @@ static inline uint64_t omprpc_ballot_(uint64_t mask, int x) {
   return (uint64_t)__builtin_amdgcn_ballot_w32(x != 0) & mask;
 #endif
 }
+/* Groups of one wave run in lockstep, so readfirstlane (the wave's first active lane) would give every
+ * group the first group's value: each lane reads its own group's leader. */
 static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
-  (void)mask;
-  return (uint32_t)__builtin_amdgcn_readfirstlane((int)x);
+  return (uint32_t)__builtin_amdgcn_ds_bpermute((int)(__builtin_ctzll(mask) * 4), (int)x);
+}
+static inline uint64_t omprpc_match_(uint64_t mask, uint32_t x) {
+  uint64_t left = mask, mine = 0;
+  while (left) {
+    uint32_t value = (uint32_t)__builtin_amdgcn_readlane((int)x, (int)__builtin_ctzll(left));
+    uint64_t same = omprpc_ballot_(left, x == value);
+    if (x == value)
+      mine = same;
+    left &= ~same;
+  }
+  return mine;
 }
 static inline void omprpc_sync_lanes_(uint64_t mask) {
   (void)mask;
@@ -106,35 +128,76 @@ static inline void omprpc_nap_(void) { __builtin_amdgcn_s_sleep(2); }
 #elif defined(OMPRPC_SIMULATED_LANES)
 #include <omp.h>
 #define OMPRPC_LANES OMPRPC_SIMULATED_LANES
-/* One simulated warp at a time: its lanes exchange values through these words. */
-__attribute__((weak)) uint64_t omprpc_simulated_words_[64];
+/* Per lane, the lanes taking part in its next call, as a branch would leave them on a GPU; 0 means
+ * the whole team. A test sets its lane's entry in the lanes of a branch to play a partial mask. */
+__attribute__((weak)) uint64_t omprpc_simulated_active_[64];
 static inline uint32_t omprpc_lane_id_(void) { return (uint32_t)omp_get_thread_num(); }
 static inline uint64_t omprpc_lane_mask_(void) {
   int n = omp_get_num_threads();
-  return n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+  uint64_t team = n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+  uint64_t active = omprpc_simulated_active_[omprpc_lane_id_()];
+  return active ? active & team : team;
+}
+/* A barrier among the lanes of a mask, while groups of other lanes wait at barriers of their own: one
+ * slot per mask waited on (at most one per lane), found under a lock. */
+typedef struct {
+  uint64_t mask;
+  uint32_t arrived;
+  uint32_t generation;
+} omprpc_simulated_barrier_;
+__attribute__((weak)) omprpc_simulated_barrier_ omprpc_simulated_barriers_[64];
+__attribute__((weak)) int omprpc_simulated_lock_;
+__attribute__((weak)) uint64_t omprpc_simulated_words_[64];
+static inline void omprpc_sync_lanes_(uint64_t mask) {
+  while (__atomic_exchange_n(&omprpc_simulated_lock_, 1, __ATOMIC_ACQUIRE))
+    sched_yield();
+  omprpc_simulated_barrier_ *slot = 0, *free_slot = 0;
+  for (int i = 0; i < 64 && !slot; ++i) {
+    omprpc_simulated_barrier_ *b = &omprpc_simulated_barriers_[i];
+    if (b->arrived && b->mask == mask)
+      slot = b;
+    else if (!b->arrived && !free_slot)
+      free_slot = b;
+  }
+  if (!slot)
+    slot = free_slot, slot->mask = mask;
+  uint32_t generation = __atomic_load_n(&slot->generation, __ATOMIC_RELAXED);
+  int last = ++slot->arrived == (uint32_t)__builtin_popcountll(mask);
+  if (last) {
+    slot->arrived = 0;
+    __atomic_store_n(&slot->generation, generation + 1, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&omprpc_simulated_lock_, 0, __ATOMIC_RELEASE);
+  while (!last && __atomic_load_n(&slot->generation, __ATOMIC_ACQUIRE) == generation)
+    sched_yield();
+}
+/* Each lane of `mask` publishes `x`; returns what the lanes of `mask` published, in `words`. Every
+ * exchange ends with a barrier, so the words are free again when the next one starts. */
+static inline void omprpc_simulated_exchange_(uint64_t mask, uint64_t x, uint64_t words[64]) {
+  __atomic_store_n(&omprpc_simulated_words_[omprpc_lane_id_()], x, __ATOMIC_RELAXED);
+  omprpc_sync_lanes_(mask);
+  for (uint32_t lane = 0; lane < 64; ++lane)
+    words[lane] = mask >> lane & 1 ? __atomic_load_n(&omprpc_simulated_words_[lane], __ATOMIC_RELAXED) : 0;
+  omprpc_sync_lanes_(mask);
 }
 static inline uint64_t omprpc_ballot_(uint64_t mask, int x) {
-#pragma omp barrier
-  omprpc_simulated_words_[omprpc_lane_id_()] = x != 0;
-#pragma omp barrier
-  uint64_t bits = 0;
-  for (uint32_t lane = 0; lane < OMPRPC_LANES; ++lane)
-    bits |= (omprpc_simulated_words_[lane] & 1) << lane;
-#pragma omp barrier
+  uint64_t words[64], bits = 0;
+  omprpc_simulated_exchange_(mask, x != 0, words);
+  for (uint32_t lane = 0; lane < 64; ++lane)
+    bits |= (words[lane] & 1) << lane;
   return bits & mask;
 }
 static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
-#pragma omp barrier
-  if (omprpc_lane_id_() == (uint32_t)__builtin_ctzll(mask))
-    omprpc_simulated_words_[0] = x;
-#pragma omp barrier
-  uint32_t value = (uint32_t)omprpc_simulated_words_[0];
-#pragma omp barrier
-  return value;
+  uint64_t words[64];
+  omprpc_simulated_exchange_(mask, x, words);
+  return (uint32_t)words[__builtin_ctzll(mask)];
 }
-static inline void omprpc_sync_lanes_(uint64_t mask) {
-  (void)mask;
-#pragma omp barrier
+static inline uint64_t omprpc_match_(uint64_t mask, uint32_t x) {
+  uint64_t words[64], same = 0;
+  omprpc_simulated_exchange_(mask, x, words);
+  for (uint32_t lane = 0; lane < 64; ++lane)
+    same |= (uint64_t)(mask >> lane & 1 && words[lane] == x) << lane;
+  return same;
 }
 static inline uint32_t omprpc_start_port_(void) { return 0; }
 static inline void omprpc_nap_(void) { sched_yield(); }
@@ -146,6 +209,10 @@ static inline uint64_t omprpc_ballot_(uint64_t mask, int x) { return x ? mask : 
 static inline uint32_t omprpc_broadcast_(uint64_t mask, uint32_t x) {
   (void)mask;
   return x;
+}
+static inline uint64_t omprpc_match_(uint64_t mask, uint32_t x) {
+  (void)x;
+  return mask;
 }
 static inline void omprpc_sync_lanes_(uint64_t mask) { (void)mask; }
 /* Threads start from ports of their own (their stacks differ), so that they spread over the ports. */
@@ -292,10 +359,12 @@ static inline void omprpc_unlock_port_(omprpc_client *c, uint32_t index) {
   omprpc_fetch_and_(&c->lock[index / 32], ~(1u << (index % 32)));
 }
 
-/* Opens a port for the active lanes: the leader locks a port the client owns and writes its header. */
+/* Opens a port for the active lanes that call with this lane's opcode: the group's leader locks a port
+ * the client owns and writes its header. Lanes with other opcodes open ports of their own at the same
+ * time, so that each call reaches its own handler (the opcode is in the port's header, one per port). */
 static inline omprpc_client_port omprpc_open(uint16_t opcode) {
   omprpc_client *c = &omprpc_client_object;
-  uint64_t mask = omprpc_lane_mask_();
+  uint64_t mask = omprpc_match_(omprpc_lane_mask_(), opcode);
   int leader = omprpc_is_leader_(mask);
   uint32_t ports = c->port_count;
   uint32_t index = omprpc_broadcast_(mask, omprpc_start_port_()) % ports;

@@ -227,6 +227,82 @@ fn a_simulated_warp_runs_the_gpu_client_code_through_the_plugin() {
     }
 }
 
+/// Lanes of one simulated warp making different calls at once, from all lanes and from subsets of
+/// the warp (`c_tests/rpc_mixed_lanes.c`): one call site writing to stdout, stderr or a file by lane
+/// (three opcodes), one call site calling two user opcodes, and two branches calling printf and user
+/// opcodes side by side. Every line reaches its lane's stream once and in the lane's order, every
+/// user call its own handler once and in order, and every lane gets its own answers (the program
+/// counts wrong ones). Before lanes were grouped by opcode, the leader's opcode took the whole warp.
+#[test]
+fn lanes_of_one_warp_making_different_calls_each_reach_their_own_stream_and_handler() {
+    for lanes in [32usize, 64] {
+        let define = format!("-DOMPRPC_SIMULATED_LANES={lanes}");
+        let exe = support::build_program_with("rpc_mixed_lanes.c", &[&define]);
+        let file = support::scratch().join(format!("rpc_mixed_lanes-{lanes}.tmp"));
+        let out = run_text(&exe, &[file.to_str().unwrap()], Plugin::Ours, &[]);
+        assert!(out.status.success(), "{lanes} lanes: {}\n{}", out.status, out.stderr);
+        check_ours_ran(&out.stderr).unwrap();
+        assert!(
+            out.stdout.contains("\nrpc 1, wrong answers 0\n"),
+            "{lanes} lanes:\n{}",
+            out.stdout
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        let in_round = |lane: usize, round: usize| round == 0 || lane % 5 != 2;
+        let mut total_lines = 0;
+        for lane in 0..lanes {
+            let mut lines = Vec::new();
+            let mut calls = Vec::new();
+            for round in 0..2 {
+                if !in_round(lane, round) {
+                    continue;
+                }
+                lines.extend((0..4).map(|k| format!("lane {lane:02} {round}{k}")));
+                calls.extend(0..4);
+                if lane % 4 == 0 {
+                    lines.extend((0..4).map(|k| format!("lane {lane:02} {round}{k} printf")));
+                } else {
+                    calls.extend(4..8);
+                }
+            }
+            let stream = [&out.stdout, &out.stderr, &written][lane % 3];
+            let prefix = format!("lane {lane:02} ");
+            let got: Vec<&str> = stream.lines().filter(|l| l.starts_with(&prefix)).collect();
+            assert_eq!(got, lines, "{lanes} lanes: lane {lane}'s lines on stream {}", lane % 3);
+            total_lines += lines.len();
+            // The lane's user calls, numbered in its order, all at the handler of its parity.
+            let numbered: Vec<String> = (0..calls.len()).map(|i| i.to_string()).collect();
+            let handler = if lane % 2 == 1 { "odd" } else { "even" };
+            let line = format!("{handler} lane {lane:02}: {}", numbered.join(" "));
+            assert!(
+                out.stdout.contains(&format!("{line}\n")),
+                "{lanes} lanes: no {line:?} in\n{}",
+                out.stdout
+            );
+        }
+        let handler_lines = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("even ") || l.starts_with("odd "))
+            .count();
+        assert_eq!(
+            handler_lines, lanes,
+            "one handler line per lane, at one handler only:\n{}",
+            out.stdout
+        );
+        let on_any_stream = [&out.stdout, &out.stderr, &written]
+            .iter()
+            .flat_map(|stream| stream.lines())
+            .filter(|l| l.starts_with("lane "))
+            .count();
+        assert_eq!(
+            on_any_stream, total_lines,
+            "{lanes} lanes: no line on another lane's stream"
+        );
+        std::fs::remove_file(&file).unwrap();
+    }
+}
+
 /// An image built with the default (1-lane) header on a host device whose default lane count is 32
 /// (`OMPRPC_HOST_RPC_LANES=32`, which crashed the program when the server took the device's lanes):
 /// the image's own lane count decides.

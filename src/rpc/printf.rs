@@ -381,11 +381,11 @@ pub unsafe extern "C" fn serve(raw: ffi::Port, _data: *mut c_void) {
     let mut port = unsafe { Port::from_raw(raw) };
     let mut replies = port.lane_packets();
     if let Ok(requests) = port.recv_n() {
-        for (reply, request) in replies.iter_mut().zip(&requests) {
-            let bytes = request.as_slice();
-            if bytes.is_empty() {
-                continue; // an inactive lane
-            }
+        // Requests are lane-indexed (an inactive lane's is empty; an active lane's has at least its
+        // head), while replies go to the active lanes in order: with a partial mask, lane 4's reply
+        // may be the second.
+        let active = requests.iter().map(|r| r.as_slice()).filter(|b| !b.is_empty());
+        for (reply, bytes) in replies.iter_mut().zip(active) {
             let result = catch_unwind(AssertUnwindSafe(|| print(bytes))).unwrap_or(-1);
             *reply = Packet {
                 data: [result as u64, 0, 0, 0, 0, 0, 0, 0],
