@@ -4,7 +4,12 @@
  * promotions, natural alignment; tests/device_library.rs checks that layout against clang's IR for
  * nvptx64 and amdgcn), and the host then prints the same call with its own printf: the test driver
  * compares the two halves of stdout, line by line, results included. Then the other calls: streams,
- * files, the malloc family; `exit` and `assert` with an argument. */
+ * files, the malloc family; `exit` and `assert` with an argument.
+ *
+ * Built with -DOMPRPC_SIMULATED_LANES=32 or 64, the threads of a parallel region play the lanes of one
+ * warp (see omprpc_device.h): every lane makes every call at once, with a printf of its own too, and
+ * its own file; the host half prints each line once per lane, in lane order, as the server does.
+ * `exit` and `assert` then come from one lane alone. */
 #include <assert.h>
 #include <stdint.h>
 #include <wchar.h>
@@ -60,49 +65,107 @@ static const wchar_t wide[] = L"wide";
 #define ON_DEVICE_CALL(format, type, values)                                                               \
   {                                                                                                        \
     UNPACK type args = {UNPACK values};                                                                    \
-    results[n++] = omprpc_libc___llvm_omp_vprintf(format, &args, sizeof args);                            \
+    results[lane][n++] = omprpc_libc___llvm_omp_vprintf(format, &args, sizeof args);                      \
   }
 
-#define ON_HOST_CALL(format, type, values) host[m++] = printf(format, UNPACK values);
+#define ON_HOST_CALL(format, type, values)                                                                 \
+  for (int lane = 0; lane < LANES; ++lane)                                                                 \
+    host[m] = printf(format, UNPACK values);                                                               \
+  ++m;
+
+#ifdef OMPRPC_SIMULATED_LANES
+#define LANES OMPRPC_SIMULATED_LANES
+/* What follows is done by lane `lane` alone, as in a branch taken by one lane of a warp. */
+#define ALONE(lane) (omprpc_simulated_active_[lane] = (uint64_t)1 << (lane))
+#else
+#define LANES 1
+#define ALONE(lane) ((void)(lane))
+#endif
+
+/* Each lane's own printf. */
+#define LANE_FORMAT "lane %2d: %s|%.*f|%*d|\n"
+#define LANE_ARGS(lane) lane, words[lane % 5], lane % 7, lane / 3.0, lane % 9, -lane
+struct lane_args {
+  int lane;
+  const char *word;
+  int precision;
+  double third;
+  int width, value;
+};
+
+#pragma omp declare target
+static const char *const words[] = {"", "a", "word", LONG_TEXT, "(null)"};
+
+/* "libc_library-LL.tmp" and "written by lane LL\n" for `lane`, without a C library on the device. */
+static void lane_text(char *out, const char *before, int lane, const char *after) {
+  while (*before)
+    *out++ = *before++;
+  *out++ = (char)('0' + lane / 10);
+  *out++ = (char)('0' + lane % 10);
+  while (*after)
+    *out++ = *after++;
+  *out = 0;
+}
+#pragma omp end declare target
 
 int main(int argc, char **argv) {
-  int results[32] = {0}, n = 0;
-  char read_back[64] = {0};
+  int results[LANES][32] = {{0}}, cases = 0, lanes_agree = 1;
+  char read_back[LANES][64] = {{0}};
   long position = 0;
-  int stream_results[12] = {0};
-#pragma omp target map(tofrom : results, n, read_back, position, stream_results)
+  int stream_results[LANES][12] = {{0}};
+#pragma omp target map(tofrom : results, cases, read_back, position, stream_results)
+#pragma omp parallel num_threads(LANES)
   {
+    int lane = omp_get_thread_num(), n = 0;
     CASES(ON_DEVICE_CALL)
+    struct lane_args mine = {LANE_ARGS(lane)};
+    results[lane][n++] = omprpc_libc___llvm_omp_vprintf(LANE_FORMAT, &mine, sizeof mine);
+    if (lane == 0)
+      cases = n;
     /* Streams and files. */
-    stream_results[0] = omprpc_libc_puts("puts line");
-    stream_results[1] = omprpc_libc_fputs("fputs line\n", omprpc_libc_stdout);
-    stream_results[2] = omprpc_libc_putchar('!');
-    stream_results[3] = omprpc_libc_fputc('\n', omprpc_libc_stdout);
-    omprpc_libc_FILE_ *f = omprpc_libc_fopen("libc_library.tmp", "w+");
-    stream_results[4] = f != 0;
-    stream_results[5] = (int)omprpc_libc_fwrite("written by the device\n", 1, 22, f);
-    stream_results[6] = omprpc_libc_fflush(f);
-    position = omprpc_libc_ftell(f);
-    stream_results[7] = omprpc_libc_fseek(f, 0, SEEK_SET);
-    omprpc_libc_fgets(read_back, sizeof read_back, f);
-    stream_results[8] = omprpc_libc_feof(f) + 2 * omprpc_libc_ferror(f);
-    stream_results[9] = omprpc_libc_fclose(f);
-    stream_results[10] = omprpc_libc_remove("libc_library.tmp");
+    int *r = stream_results[lane];
+    r[0] = omprpc_libc_puts("puts line");
+    r[1] = omprpc_libc_fputs("fputs line\n", omprpc_libc_stdout);
+    r[2] = omprpc_libc_putchar('!');
+    r[3] = omprpc_libc_fputc('\n', omprpc_libc_stdout);
+    char path[32], text[32];
+    lane_text(path, "libc_library-", lane, ".tmp");
+    lane_text(text, "written by lane ", lane, "\n");
+    omprpc_libc_FILE_ *f = omprpc_libc_fopen(path, "w+");
+    r[4] = f != 0;
+    r[5] = (int)omprpc_libc_fwrite(text, 1, 19, f);
+    r[6] = omprpc_libc_fflush(f);
+    long at = omprpc_libc_ftell(f);
+    if (lane == 0)
+      position = at;
+    r[7] = omprpc_libc_fseek(f, 0, SEEK_SET);
+    omprpc_libc_fgets(read_back[lane], sizeof read_back[lane], f);
+    r[8] = omprpc_libc_feof(f) + 2 * omprpc_libc_ferror(f);
+    r[9] = omprpc_libc_fclose(f);
+    r[10] = omprpc_libc_remove(path);
     /* Memory. */
     int *p = (int *)omprpc_libc_malloc(100 * sizeof(int));
     for (int i = 0; i < 100; ++i)
-      p[i] = i;
+      p[i] = i + lane;
     p = (int *)omprpc_libc_realloc(p, 1000 * sizeof(int));
     int *zeros = (int *)omprpc_libc_calloc(50, sizeof(int));
     char *aligned = (char *)omprpc_libc_aligned_alloc(4096, 100);
     int sum = 0;
     for (int i = 0; i < 100; ++i)
       sum += p[i] + zeros[i % 50];
-    stream_results[11] = sum == 4950 && ((uintptr_t)aligned % 4096) == 0 && omprpc_libc_aligned_alloc(3, 8) == 0;
+    r[11] = sum == 4950 + 100 * lane && ((uintptr_t)aligned % 4096) == 0 && omprpc_libc_aligned_alloc(3, 8) == 0;
     omprpc_libc_free(p);
     omprpc_libc_free(zeros);
     omprpc_libc_free(aligned);
     omprpc_libc_free(0);
+  }
+  /* Every lane got what lane 0 got, but for its own printf and its own file. */
+  for (int lane = 1; lane < LANES; ++lane) {
+    char text[32];
+    lane_text(text, "written by lane ", lane, "\n");
+    lanes_agree &= memcmp(results[lane], results[0], (size_t)(cases - 1) * sizeof(int)) == 0 &&
+                   memcmp(stream_results[lane], stream_results[0], sizeof stream_results[0]) == 0 &&
+                   strcmp(read_back[lane], text) == 0;
   }
   fflush(stdout);
   printf("--- the host's printf:\n");
@@ -111,26 +174,37 @@ int main(int argc, char **argv) {
 #pragma clang diagnostic ignored "-Wformat-zero-length"
 #pragma clang diagnostic ignored "-Wformat-extra-args"
   CASES(ON_HOST_CALL)
+  for (int lane = 0; lane < LANES; ++lane)
+    host[m] = printf(LANE_FORMAT, LANE_ARGS(lane));
+  ++m;
 #pragma clang diagnostic pop
   printf("--- results:");
-  for (int i = 0; i < n; ++i)
-    printf(" %d", results[i]);
+  for (int i = 0; i < cases; ++i)
+    printf(" %d", results[LANES - 1][i]);
   printf("\n--- the host's results:");
   for (int i = 0; i < m; ++i)
     printf(" %d", host[i]);
   printf("\n");
-  printf("streams: %d %d %d %d | %d %d %d %ld %d %d %d %d | %s", stream_results[0], stream_results[1], stream_results[2],
-         stream_results[3], stream_results[4], stream_results[5], stream_results[6], position, stream_results[7],
-         stream_results[8], stream_results[9], stream_results[10], read_back);
-  printf("memory: %d\n", stream_results[11]);
+  int *r = stream_results[0];
+  printf("streams: %d %d %d %d | %d %d %d %ld %d %d %d %d | %s", r[0], r[1], r[2], r[3], r[4], r[5], r[6], position,
+         r[7], r[8], r[9], r[10], read_back[0]);
+  printf("memory: %d\n", r[11]);
+  printf("lanes agree: %d\n", lanes_agree);
   fflush(stdout);
+  /* From the last lane alone: the others go on to the end of the region. */
   if (argc > 1 && argv[1][0] == 'x') {
 #pragma omp target
-    omprpc_libc_exit(3);
+#pragma omp parallel num_threads(LANES)
+    if (omp_get_thread_num() == LANES - 1) {
+      ALONE(LANES - 1);
+      omprpc_libc_exit(3);
+    }
   }
   if (argc > 1 && argv[1][0] == 'a') {
 #pragma omp target
-    {
+#pragma omp parallel num_threads(LANES)
+    if (omp_get_thread_num() == LANES - 1) {
+      ALONE(LANES - 1);
       int two = 2;
       if (two + 2 != 5)
         omprpc_libc___assert_fail("two + 2 == 5", "libc_library.c", 99, "main");

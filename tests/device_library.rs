@@ -14,70 +14,108 @@ use std::sync::OnceLock;
 use omprpc::rpc::printf::{arguments, layout, Arg};
 use support::{build_program, check_ours_ran, run, Gpu, Plugin};
 
-#[test]
-fn library_code_prints_what_the_hosts_printf_prints() {
-    let exe = build_program("libc_library.c");
-    let out = run(&exe, &[], Plugin::Ours, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "exited with {}; stderr:\n{stderr}", out.status);
-    check_ours_ran(&stderr).unwrap();
-    let (device, host) = stdout
-        .split_once("--- the host's printf:\n")
-        .unwrap_or_else(|| panic!("no host half in:\n{stdout}"));
-    let (host_printed, results) = host.split_once("--- results:").expect("results");
-    assert!(host_printed.lines().count() >= 12, "{host_printed}");
-    assert_eq!(
-        device,
-        format!("{host_printed}puts line\nfputs line\n!\n"),
-        "the library's printf (first) against the host's"
-    );
-    let mut lines = results.lines();
-    let ours = lines.next().unwrap().trim();
-    let theirs = lines
-        .next()
-        .unwrap()
-        .trim_start_matches("--- the host's results:")
-        .trim();
-    assert_eq!(ours, theirs, "printf's results");
-    assert_eq!(
-        lines.next(),
-        Some("streams: 0 0 33 10 | 1 22 0 22 0 0 0 0 | written by the device"),
-        "puts, fputs, putchar, fputc | fopen, fwrite, fflush, ftell, fseek, feof/ferror, fclose, remove | fgets"
-    );
-    assert_eq!(
-        lines.next(),
-        Some("memory: 1"),
-        "malloc, realloc, calloc, aligned_alloc"
-    );
+/// `c_tests/libc_library.c` for a host device with one lane, or as a simulated warp of `lanes`.
+fn libc_library(lanes: usize) -> PathBuf {
+    if lanes == 1 {
+        build_program("libc_library.c")
+    } else {
+        support::build_program_with("libc_library.c", &[&format!("-DOMPRPC_SIMULATED_LANES={lanes}")])
+    }
 }
 
+/// The library's code prints what the host's printf prints, from one lane and from every lane of a
+/// simulated warp of 32 and 64 (each lane's line once, in lane order, with a line of its own too), and
+/// its stdio and malloc calls behave as the C library's in every lane.
+#[test]
+fn library_code_prints_what_the_hosts_printf_prints() {
+    for lanes in [1usize, 32, 64] {
+        let out = run(&libc_library(lanes), &[], Plugin::Ours, &[]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{lanes} lanes: exited with {}; stderr:\n{stderr}",
+            out.status
+        );
+        check_ours_ran(&stderr).unwrap();
+        let (device, host) = stdout
+            .split_once("--- the host's printf:\n")
+            .unwrap_or_else(|| panic!("no host half in:\n{stdout}"));
+        let (host_printed, results) = host.split_once("--- results:").expect("results");
+        assert!(host_printed.lines().count() >= 13 * lanes, "{host_printed}");
+        let tail = format!(
+            "{}{}{}{}",
+            "puts line\n".repeat(lanes),
+            "fputs line\n".repeat(lanes),
+            "!".repeat(lanes),
+            "\n".repeat(lanes)
+        );
+        assert_eq!(
+            device,
+            format!("{host_printed}{tail}"),
+            "{lanes} lanes: the library's printf (first) against the host's"
+        );
+        let mut lines = results.lines();
+        let ours = lines.next().unwrap().trim();
+        let theirs = lines
+            .next()
+            .unwrap()
+            .trim_start_matches("--- the host's results:")
+            .trim();
+        assert_eq!(ours, theirs, "{lanes} lanes: printf's results");
+        assert_eq!(
+            lines.next(),
+            Some("streams: 0 0 33 10 | 1 19 0 19 0 0 0 0 | written by lane 00"),
+            "puts, fputs, putchar, fputc | fopen, fwrite, fflush, ftell, fseek, feof/ferror, fclose, remove | fgets"
+        );
+        assert_eq!(
+            lines.next(),
+            Some("memory: 1"),
+            "malloc, realloc, calloc, aligned_alloc"
+        );
+        assert_eq!(
+            lines.next(),
+            Some("lanes agree: 1"),
+            "{lanes} lanes: every lane's results, its own file read back"
+        );
+    }
+}
+
+/// `exit` from one lane (the last of a simulated warp) ends the program with its status, after
+/// what was printed.
 #[test]
 fn library_exit_ends_the_program_with_its_status() {
-    let exe = build_program("libc_library.c");
-    let out = run(&exe, &["x"], Plugin::Ours, &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("memory: 1\n"),
-        "output flushed"
-    );
+    for lanes in [1usize, 32, 64] {
+        let out = run(&libc_library(lanes), &["x"], Plugin::Ours, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{lanes} lanes: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("lanes agree: 1\n"),
+            "{lanes} lanes: output flushed"
+        );
+    }
 }
 
 #[test]
 fn library_assert_reports_as_a_host_assert_and_aborts() {
     use std::os::unix::process::ExitStatusExt;
-    let exe = build_program("libc_library.c");
-    let out = run(&exe, &["a"], Plugin::Ours, &[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{stderr}");
-    assert!(
-        stderr.contains("libc_library: libc_library.c:99: main: Assertion `two + 2 == 5' failed.\n"),
-        "glibc's message for the device's assertion:\n{stderr}"
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("memory: 1\n"),
-        "output flushed first"
-    );
+    for lanes in [1usize, 32, 64] {
+        let out = run(&libc_library(lanes), &["a"], Plugin::Ours, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{lanes} lanes: {stderr}");
+        assert!(
+            stderr.contains(": libc_library.c:99: main: Assertion `two + 2 == 5' failed.\n"),
+            "{lanes} lanes: glibc's message for the device's assertion:\n{stderr}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("lanes agree: 1\n"),
+            "{lanes} lanes: output flushed first"
+        );
+    }
 }
 
 /// The library built for every GPU target, once per test process.
