@@ -167,6 +167,31 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
     report FAIL rpc_exit "(exit $status) $(head -3 "$tmp/out" | tr '\n' '|')"
   fi
 
+  # Unchanged programs (nothing from omprpc in their source), built with omprpc's device library and
+  # run through omprpc; their expected output is the host's C library's for the same calls. printf
+  # from 128 GPU threads is also built without the library and run through the stock plugin (CUDA's
+  # own printf on NVIDIA; nothing on AMD with LLVM 16), for comparison.
+  run_case "$ours" unchanged_printf
+  ours_status=$status
+  filtered "$tmp/out" | sort >"$tmp/got"
+  run_case "$stock" unchanged_printf_stock
+  stock_status=$status
+  filtered "$tmp/out" | sort >"$tmp/stock"
+  sort "$B/unchanged/unchanged_printf.lines" >"$tmp/want"
+  stock_lines=$(grep -c '^ *[0-9]*: ' "$tmp/stock" || true)
+  if cmp -s "$tmp/want" "$tmp/stock"; then stock_detail="the same lines"; else stock_detail="$stock_lines of the 128 lines, or other text (exit $stock_status)"; fi
+  if [ "$ours_status" = 0 ] && cmp -s "$tmp/want" "$tmp/got"; then
+    report PASS unchanged_printf "omprpc with -lomprpc-device: 128 threads' lines as the host's printf prints them | stock plugin without it: $stock_detail"
+  else
+    report FAIL unchanged_printf "(exit $ours_status) $(diff "$tmp/want" "$tmp/got" | head -4 | tr '\n' ' ' | cut -c1-160) | stock: $stock_detail"
+  fi
+  run_case "$ours" unchanged
+  if [ "$status" = 0 ] && cmp -s "$B/unchanged/unchanged.stdout" "$tmp/out"; then
+    report PASS unchanged "printf, puts, fputs, fprintf, a file, the malloc family, assert: as on the host"
+  else
+    report FAIL unchanged "(exit $status) $(diff "$B/unchanged/unchanged.stdout" "$tmp/out" | head -4 | tr '\n' ' ' | cut -c1-160) $(grep -m1 'omprpc error' "$tmp/err" || true)"
+  fi
+
   # The device client from a warp's 32 lanes (a wavefront's 64 on AMD) at once: every host service
   # (device malloc too), checked by the program itself.
   run_case "$ours" device_client
@@ -224,11 +249,14 @@ echo "$vendor" >"$bundle/vendor"
 cargo build --release --quiet
 objcopy --strip-debug target/release/libomprpc.so "$bundle/ours/$plugin_file"
 
-build() { # SOURCE NAME
+build() { # SOURCE NAME [FLAGS after the source: libraries]
   case "$1" in *.cpp) cc="clang++-16 -std=c++17" ;; *) cc=clang-16 ;; esac
+  src=$1
+  name=$2
+  shift 2
   # shellcheck disable=SC2046 # the offload flags are words
   PATH="${cuda:-/nonexistent}/bin:$PATH" $cc -O2 -Wall -Werror -fopenmp $(offload) \
-    -Ic_tests -Iinclude -Wl,-rpath,'$ORIGIN/../lib' "$1" -o "$bundle/bin/$2" 2>"$bundle.build.err" ||
+    -Ic_tests -Iinclude -Wl,-rpath,'$ORIGIN/../lib' "$src" "$@" -o "$bundle/bin/$name" 2>"$bundle.build.err" ||
     { cat "$bundle.build.err" >&2; exit 1; }
 }
 mkdir -p "$out"
@@ -260,6 +288,21 @@ for name in rpc_concurrent rpc_exit bench_launch bench_rpc; do build "c_tests/$n
 # The programs whose device code calls malloc through host services, which the runner runs last.
 grep -l 'omprpc_malloc' c_tests/*.c c_tests/*.cpp 2>/dev/null | xargs -n1 basename | sed 's/\.[^.]*$//' >"$bundle/malloc_cases"
 build c_tests/gpu/device_client.c device_client
+# Unchanged programs with omprpc's device library and its opt-in header (which fprintf needs on both
+# vendors, and printf on NVIDIA), one without them for the stock plugin, and what the host's C library
+# prints for each.
+sh scripts/build-device-lib.sh "$out/device-library" >/dev/null
+library="-L$out/device-library -lomprpc-device -include $out/device-library/omprpc_libc.h"
+mkdir -p "$bundle/unchanged"
+for name in unchanged unchanged_printf; do
+  # shellcheck disable=SC2086 # the library flags are words
+  build "c_tests/gpu/$name.c" "$name" $library
+  clang-16 -O2 -fopenmp "c_tests/gpu/$name.c" -o "$out/$name.host"
+  (cd "$out" && OMP_THREAD_LIMIT=1 "./$name.host" 2>/dev/null) >"$out/$name.host.out"
+done
+build c_tests/gpu/unchanged_printf.c unchanged_printf_stock
+cp "$out/unchanged.host.out" "$bundle/unchanged/unchanged.stdout"
+cp "$out/unchanged_printf.host.out" "$bundle/unchanged/unchanged_printf.lines"
 
 llvm=/usr/lib/llvm-16/lib
 cp -L "$llvm/../bin/llvm-omp-device-info" "$bundle/bin/" # its run path is $ORIGIN/../lib, as ours

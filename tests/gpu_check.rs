@@ -29,6 +29,11 @@ fn the_gpu_check_builds_its_bundle_and_says_when_there_is_no_gpu() {
         "bin/device_client",
         "bin/rpc_services",
         "bin/bench_launch",
+        "bin/unchanged",
+        "bin/unchanged_printf",
+        "bin/unchanged_printf_stock",
+        "unchanged/unchanged.stdout",
+        "unchanged/unchanged_printf.lines",
         "expected/rpc_services.expected",
     ] {
         assert!(bundle.join(file).exists(), "the bundle lacks {file}");
@@ -97,6 +102,10 @@ fn the_amd_gpu_check_builds_its_bundle_and_says_when_there_is_no_gpu() {
         "bin/device_client",
         "bin/rpc_services",
         "bin/bench_rpc",
+        "bin/unchanged",
+        "bin/unchanged_printf",
+        "bin/unchanged_printf_stock",
+        "unchanged/unchanged_printf.lines",
         "expected/rpc_services.expected",
     ] {
         assert!(bundle.join(file).exists(), "the AMD bundle lacks {file}");
