@@ -96,12 +96,18 @@ struct lane_args {
 #pragma omp declare target
 static const char *const words[] = {"", "a", "word", LONG_TEXT, "(null)"};
 
-/* "libc_library-LL.tmp" and "written by lane LL\n" for `lane`, without a C library on the device. */
-static void lane_text(char *out, const char *before, int lane, const char *after) {
+/* `before`, `number` in decimal (at least two digits), `after`: "written by lane 07\n", without a C
+ * library on the device. */
+static void lane_text(char *out, const char *before, long number, const char *after) {
   while (*before)
     *out++ = *before++;
-  *out++ = (char)('0' + lane / 10);
-  *out++ = (char)('0' + lane % 10);
+  char digits[24];
+  int n = 0;
+  do
+    digits[n++] = (char)('0' + number % 10), number /= 10;
+  while (number || n < 2);
+  while (n)
+    *out++ = digits[--n];
   while (*after)
     *out++ = *after++;
   *out = 0;
@@ -113,7 +119,8 @@ int main(int argc, char **argv) {
   char read_back[LANES][64] = {{0}};
   long position = 0;
   int stream_results[LANES][12] = {{0}};
-#pragma omp target map(tofrom : results, cases, read_back, position, stream_results)
+  long process = (long)getpid();
+#pragma omp target map(tofrom : results, cases, read_back, position, stream_results) map(to : process)
 #pragma omp parallel num_threads(LANES)
   {
     int lane = omp_get_thread_num(), n = 0;
@@ -128,8 +135,9 @@ int main(int argc, char **argv) {
     r[1] = omprpc_libc_fputs("fputs line\n", omprpc_libc_stdout);
     r[2] = omprpc_libc_putchar('!');
     r[3] = omprpc_libc_fputc('\n', omprpc_libc_stdout);
-    char path[32], text[32];
-    lane_text(path, "libc_library-", lane, ".tmp");
+    /* A file per lane and per process: tests run this program several times at once. */
+    char path[64], text[32];
+    lane_text(path, "libc_library-", process * 100L + lane, ".tmp");
     lane_text(text, "written by lane ", lane, "\n");
     omprpc_libc_FILE_ *f = omprpc_libc_fopen(path, "w+");
     r[4] = f != 0;
