@@ -19,3 +19,12 @@ for arch in sm_70 sm_80 sm_90; do
     --image=file="$out/cuda_module-$arch.cubin",triple=nvptx64-nvidia-cuda,arch=$arch
   echo "$out/cuda_module-$arch.cubin: $(wc -c < "$out/cuda_module-$arch.cubin") bytes"
 done
+# With -foffload-lto clang-16 internalises hidden device globals: the client object becomes a local
+# symbol, which the driver's cuModuleGetGlobal does not find.
+PATH="$cuda/bin:$PATH" clang-16 -O2 -Wall -Werror -fopenmp -foffload-lto \
+  -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_80 \
+  --cuda-path="$cuda" -Wno-unknown-cuda-version -Iinclude \
+  c_tests/gpu/cuda_module.c -o "$work/cuda_module_lto-sm_80"
+clang-offload-packager-16 "$work/cuda_module_lto-sm_80" \
+  --image=file="$out/cuda_module_lto-sm_80.cubin",triple=nvptx64-nvidia-cuda,arch=sm_80
+echo "$out/cuda_module_lto-sm_80.cubin: $(wc -c < "$out/cuda_module_lto-sm_80.cubin") bytes"

@@ -204,41 +204,15 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// when the module has none of that name (any other error is a failure of the driver).
     fn global(&self, device: usize, module: &Self::Module, name: &CStr) -> Result<GlobalSymbol>;
 
-    /// Whether `[addr, addr + len)` lies inside one writable object that `module` defines, so that
-    /// the core writes through a pointer read from an image only into that image (the RPC client
-    /// object). `image` is the image's ELF file when it is one. By default: inside one of the image's
-    /// data objects (`STT_OBJECT` symbols, local ones included) of at least `len` bytes, as the driver
-    /// places it ([`Backend::global`]) — right for GPU modules, whose globals are all writable device
-    /// memory that the driver finds by name.
-    fn module_contains(
-        &self,
-        device: usize,
-        module: &Self::Module,
-        image: Option<&crate::util::elf::Image>,
-        addr: usize,
-        len: usize,
-    ) -> Result<bool> {
-        const STT_OBJECT: u8 = 1;
-        let Some(image) = image else { return Ok(false) };
-        for (name, symbol) in image.symbols() {
-            if symbol.kind != STT_OBJECT || symbol.size < len as u64 {
-                continue;
-            }
-            let Ok(name) = std::ffi::CString::new(name) else {
-                continue;
-            };
-            match self.global(device, module, &name) {
-                Ok(global) => {
-                    let start = global.addr as usize;
-                    if addr >= start && addr.checked_add(len).is_some_and(|end| end <= start + global.size) {
-                        return Ok(true);
-                    }
-                }
-                Err(crate::util::error::Error::MissingSymbol { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(false)
+    /// Whether `[addr, addr + len)` lies inside writable memory of the loaded `module`, when the backend
+    /// can tell from the module as loaded (the host device asks the dynamic loader for the library's
+    /// writable segments), so that the core writes through a pointer read from an image only into
+    /// that image (the RPC client object). `None`, the default, leaves the judgement to the image's
+    /// ELF file ([`crate::util::elf::Image::pointee_is_writable`]): GPU drivers do not register local
+    /// symbols (ROCr none that is not a kernel, the CUDA driver none for `cuModuleGetGlobal`), and a
+    /// client object is local wherever it is hidden, as LLVM libc's is.
+    fn module_contains(&self, _device: usize, _module: &Self::Module, _addr: usize, _len: usize) -> Option<bool> {
+        None
     }
 
     /// Allocates `size` (> 0) bytes of `kind` memory. `Host` memory must be addressable by the host at

@@ -110,8 +110,9 @@ pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Resu
     Ok(())
 }
 
-/// The bytes of the image's global `name` when the image defines it with exactly `N` bytes (`what` it
-/// holds, for the message when its size differs), `None` when it does not define it.
+/// The device address and bytes of the image's global `name` when the image defines it with exactly
+/// `N` bytes (`what` it holds, for the message when its size differs), `None` when it does not define
+/// it.
 #[cfg(feature = "rpc")]
 fn optional_global<B: Backend, const N: usize>(
     core: &super::generic::Core<B>,
@@ -119,7 +120,7 @@ fn optional_global<B: Backend, const N: usize>(
     module: &B::Module,
     name: &std::ffi::CStr,
     what: &str,
-) -> Result<Option<[u8; N]>> {
+) -> Result<Option<(usize, [u8; N])>> {
     use crate::util::error::{Context, Error};
     let shown = name.to_string_lossy();
     let symbol = match core.backend().global(device.index, module, name) {
@@ -136,7 +137,7 @@ fn optional_global<B: Backend, const N: usize>(
     let mut bytes = [0u8; N];
     core.read_device(device, &mut bytes, symbol.addr)
         .context(|| format!("reading {shown}"))?;
-    Ok(Some(bytes))
+    Ok(Some((symbol.addr as usize, bytes)))
 }
 
 /// Reads the image's `__llvm_libc_rpc_client` pointer and checks where it points: at a writable object
@@ -151,9 +152,9 @@ fn client_object<B: Backend>(
     client_size: usize,
 ) -> Result<Option<usize>> {
     use crate::rpc::CLIENT_SYMBOL;
-    use crate::util::error::{Context, Error};
+    use crate::util::error::Error;
     let what = "LLVM libc's RPC client contract's pointer to the client object";
-    let Some(pointer) = optional_global::<B, 8>(core, device, module, CLIENT_SYMBOL, what)? else {
+    let Some((pointer_at, pointer)) = optional_global::<B, 8>(core, device, module, CLIENT_SYMBOL, what)? else {
         return Ok(None);
     };
     let name = CLIENT_SYMBOL.to_string_lossy();
@@ -163,10 +164,20 @@ fn client_object<B: Backend>(
             "{name} is a null pointer; it must point at the image's RPC client object"
         )));
     }
-    let inside = core
+    let inside = match core
         .backend()
-        .module_contains(device.index, module, elf_image, target, client_size)
-        .context(|| format!("checking where {name} points"))?;
+        .module_contains(device.index, module, target, client_size)
+    {
+        Some(inside) => inside,
+        None => elf_image.is_some_and(|image| {
+            image.pointee_is_writable(
+                CLIENT_SYMBOL.to_bytes(),
+                pointer_at as u64,
+                target as u64,
+                client_size as u64,
+            )
+        }),
+    };
     if !inside {
         return Err(Error::BadImage(format!(
             "{name} points at {target:#x}, which is not a writable object of {client_size} bytes in the \
@@ -184,7 +195,7 @@ fn image_lanes<B: Backend>(
     module: &B::Module,
 ) -> Result<Option<u32>> {
     let lanes = optional_global::<B, 4>(core, device, module, LANES_SYMBOL, "a lane count")?;
-    Ok(lanes.map(u32::from_le_bytes))
+    Ok(lanes.map(|(_, bytes)| u32::from_le_bytes(bytes)))
 }
 
 /// Sets up host services for an image that defines `__llvm_libc_rpc_client`: a server of its own

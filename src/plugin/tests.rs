@@ -332,16 +332,20 @@ impl Backend for FakeGpu {
                 placed.push((symbol.value, addr));
             }
         }
-        // A pointer global that holds another global's image address is relocated to that global's
-        // device copy, as a loader applies the relocation of `T *p = &object;`.
-        for (addr, size) in globals.values().copied().collect::<Vec<_>>() {
-            if size != 8 {
-                continue;
-            }
-            let value = read_device::<u64>(addr);
-            if let Some(&(_, target)) = placed.iter().find(|(image_address, _)| *image_address == value) {
-                // SAFETY: the fake's device memory is host memory; `addr` holds 8 bytes.
-                unsafe { std::ptr::write_unaligned(addr as *mut u64, target as u64) };
+        // A pointer global initialised with another global's address is relocated to that global's
+        // device copy, as the CUDA driver applies a cubin's `T *p = &object;` (each global placed on
+        // its own).
+        for relocation in parsed.relocations() {
+            let patched = placed
+                .iter()
+                .find(|(image_address, _)| *image_address == relocation.offset);
+            let target = relocation
+                .target
+                .and_then(|t| placed.iter().find(|(image_address, _)| *image_address == t.value));
+            if let (Some(&(_, addr)), Some(&(_, target))) = (patched, target) {
+                let value = (target as i64 + relocation.addend) as u64;
+                // SAFETY: the fake's device memory is host memory; the pointer global holds 8 bytes.
+                unsafe { std::ptr::write_unaligned(addr as *mut u64, value) };
             }
         }
         let id = self.handle();
@@ -1093,22 +1097,26 @@ fn unregistering_a_library_unloads_only_its_images() {
 }
 
 /// An image with host services as LLVM libc's client lays them out: `client_object` (the client, 552
-/// bytes) and `__llvm_libc_rpc_client` holding `pointer` (the object's image address when `None`),
-/// and a lane count when `lanes` says.
+/// bytes) and `__llvm_libc_rpc_client`, relocated to the symbol `pointer` names (`client_object` when
+/// `None`; no relocation, so a null pointer, when empty), and a lane count when `lanes` says.
 #[cfg(feature = "rpc")]
-fn rpc_image(pointer: Option<u64>, lanes: Option<u32>) -> Vec<u8> {
-    let object_address = 0x1000u64; // the sample lays the first symbol out at 0x1000
-    let pointer = pointer.unwrap_or(object_address).to_le_bytes();
+fn rpc_image(pointer: Option<&str>, lanes: Option<u32>) -> Vec<u8> {
     let lanes = lanes.map(u32::to_le_bytes);
     let mut symbols: Vec<(&str, u64, &[u8])> = vec![
         ("client_object", 0, &[0u8; 552]),
-        ("__llvm_libc_rpc_client", 0, &pointer),
+        ("__llvm_libc_rpc_client", 0, &[0u8; 8]),
         ("counter", 0, &[0u8; 4]),
     ];
     if let Some(lanes) = &lanes {
         symbols.push(("__omprpc_rpc_lanes", 0, lanes));
     }
-    elf::tests::sample(elf::EM_CUDA, &symbols)
+    let target = pointer.unwrap_or("client_object");
+    let relocations: &[(&str, &str)] = if target.is_empty() {
+        &[]
+    } else {
+        &[("__llvm_libc_rpc_client", target)]
+    };
+    elf::tests::sample_with_relocations(elf::EM_CUDA, &symbols, relocations)
 }
 
 /// The servers now in service whose mailbox the client object at `object` names.
@@ -1174,11 +1182,11 @@ fn a_client_pointer_that_is_null_or_names_no_client_sized_object_fails_the_load(
     let (core, world) = fake(&[]);
     core.init_device(0).unwrap();
     let specs = entries(&[("counter", 4)]);
-    let null = core.load_image(0, 0x10_000, &rpc_image(Some(0), None), &specs);
+    let null = core.load_image(0, 0x10_000, &rpc_image(Some(""), None), &specs);
     let text = null.err().expect("a null client pointer").to_string();
     assert!(text.contains("__llvm_libc_rpc_client is a null pointer"), "{text}");
-    // The image address of `counter` (4 bytes): inside the image, but no room for a client.
-    let small = core.load_image(0, 0x20_000, &rpc_image(Some(0x1000 + 552 + 8), None), &specs);
+    // `counter` (4 bytes): inside the image, but no room for a client.
+    let small = core.load_image(0, 0x20_000, &rpc_image(Some("counter"), None), &specs);
     let text = small.err().expect("a pointer at a 4-byte object").to_string();
     assert!(
         text.contains("__llvm_libc_rpc_client points at") && text.contains("not a writable object of 552 bytes"),
@@ -1249,14 +1257,14 @@ const FAKE_CALLS: [(&str, Op); 26] = [
 ];
 
 /// The suite's program on the fake: an SPMD and a generic kernel, a 4-byte `counter`, a device
-/// environment, and host services as LLVM libc's client lays them out (`client_object` first, so that
-/// the sample places it at 0x1000, where `__llvm_libc_rpc_client` points), as the test cubin has them.
+/// environment, and host services as LLVM libc's client lays them out (`__llvm_libc_rpc_client`
+/// relocated to `client_object`), as the test cubin has them.
 fn suite_image() -> Vec<u8> {
-    elf::tests::sample(
+    elf::tests::sample_with_relocations(
         elf::EM_CUDA,
         &[
             ("client_object", 0, &[0u8; 552]),
-            ("__llvm_libc_rpc_client", 0, &0x1000u64.to_le_bytes()),
+            ("__llvm_libc_rpc_client", 0, &[0u8; 8]),
             ("spmd_kernel", 0, &[0]),
             ("spmd_kernel_exec_mode", 0, &[2]),
             ("generic_kernel", 0, &[0]),
@@ -1264,6 +1272,7 @@ fn suite_image() -> Vec<u8> {
             ("counter", 0, &7u32.to_le_bytes()),
             ("__omp_rtl_device_environment", 0, &[0xff; 16]),
         ],
+        &[("__llvm_libc_rpc_client", "client_object")],
     )
 }
 

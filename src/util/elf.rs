@@ -15,6 +15,11 @@ const SYM_SIZE: usize = 24;
 const SHT_SYMTAB: u32 = 2;
 const SHT_RELA: u32 = 4;
 const RELA_SIZE: usize = 24;
+const SHT_REL: u32 = 9;
+const REL_SIZE: usize = 16;
+const SHF_WRITE: u64 = 1;
+const SHF_ALLOC: u64 = 2;
+const STT_OBJECT: u8 = 1;
 const SHT_NOTE: u32 = 7;
 const SHT_NOBITS: u32 = 8;
 const SHN_UNDEF: u16 = 0;
@@ -30,6 +35,30 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
 
 fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
+
+/// The name of the symbol table entry `sym`, from the string table `strings`.
+fn symbol_name<'a>(sym: &[u8], strings: &'a [u8]) -> Option<&'a [u8]> {
+    let rest = strings.get(usize::try_from(u32_at(sym, 0)?).ok()?..)?;
+    Some(&rest[..rest.iter().position(|&b| b == 0)?])
+}
+
+/// The symbol table entry `sym` with its name, when it is defined in a section of the image.
+fn symbol_entry<'a>(sym: &[u8], strings: &'a [u8]) -> Option<(&'a [u8], Symbol)> {
+    let section = u16_at(sym, 6)?;
+    if section == SHN_UNDEF || section >= SHN_LORESERVE {
+        return None;
+    }
+    Some((
+        symbol_name(sym, strings)?,
+        Symbol {
+            value: u64_at(sym, 8)?,
+            size: u64_at(sym, 16)?,
+            kind: sym[4] & 0xf,
+            binding: sym[4] >> 4,
+            section,
+        },
+    ))
 }
 
 /// The fields of an ELF header that image checks look at.
@@ -74,6 +103,7 @@ pub fn header(bytes: &[u8]) -> Option<Header> {
 #[derive(Clone, Copy, Debug)]
 struct Section {
     kind: u32,
+    flags: u64,
     addr: u64,
     offset: u64,
     size: u64,
@@ -91,6 +121,9 @@ pub struct Symbol {
     pub size: u64,
     /// `st_info & 0xf`: 1 object, 2 function.
     pub kind: u8,
+    /// `st_info >> 4`: 0 local, 1 global, 2 weak. Loaders register local symbols differently (ROCr
+    /// not at all unless they are kernels; the CUDA driver's `cuModuleGetGlobal` does not find them).
+    pub binding: u8,
     /// Index of the section it is defined in.
     section: u16,
 }
@@ -102,8 +135,9 @@ impl Symbol {
     }
 }
 
-/// One entry of a relocation section with addends (`SHT_RELA`): the word at `offset` of section
-/// `section` becomes the address of `symbol` plus `addend`, in a way `kind` (machine-specific) says.
+/// One entry of a relocation section (`SHT_RELA`, or `SHT_REL` as some ptxas versions write): the word
+/// at `offset` of section `section` becomes the address of `symbol` plus `addend`, in a way `kind`
+/// (machine-specific) says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Relocation<'a> {
     /// Index of the section the relocation patches.
@@ -112,9 +146,13 @@ pub struct Relocation<'a> {
     pub offset: u64,
     /// `ELF64_R_TYPE`.
     pub kind: u32,
-    /// Name of the symbol whose address is used.
+    /// Name of the symbol whose address is used (empty for a section's own symbol).
     pub symbol: &'a [u8],
-    /// The addend.
+    /// That symbol, when the image defines it (section symbols included).
+    pub target: Option<Symbol>,
+    /// The addend. An `SHT_REL` entry keeps it in the patched word; it is read as the 64-bit word
+    /// there, which is right for the 64-bit address relocations that are all this reader's callers
+    /// apply (0 when the word lies outside the file, as in a `NOBITS` section).
     pub addend: i64,
 }
 
@@ -149,6 +187,7 @@ impl<'a> Image<'a> {
                 let at = shoff + i * shentsize;
                 Some(Section {
                     kind: u32_at(bytes, at + 4)?,
+                    flags: u64_at(bytes, at + 8)?,
                     addr: u64_at(bytes, at + 16)?,
                     offset: u64_at(bytes, at + 24)?,
                     size: u64_at(bytes, at + 32)?,
@@ -183,58 +222,61 @@ impl<'a> Image<'a> {
         };
         symbols
             .chunks_exact(SYM_SIZE)
-            .filter_map(|sym| {
-                let name_at = usize::try_from(u32_at(sym, 0)?).ok()?;
-                let section = u16_at(sym, 6)?;
-                if section == SHN_UNDEF || section >= SHN_LORESERVE {
-                    return None;
-                }
-                let rest = strings.get(name_at..)?;
-                let len = rest.iter().position(|&b| b == 0)?;
-                Some((
-                    &rest[..len],
-                    Symbol {
-                        value: u64_at(sym, 8)?,
-                        size: u64_at(sym, 16)?,
-                        kind: sym[4] & 0xf,
-                        section,
-                    },
-                ))
-            })
+            .filter_map(|sym| symbol_entry(sym, strings))
             .collect()
     }
 
-    /// The name of symbol `index` of symbol table `symtab` (a section index).
-    fn symbol_name(&self, symtab: usize, index: usize) -> Option<&'a [u8]> {
+    /// The name of symbol `index` of symbol table `symtab` (a section index), and the symbol when it is
+    /// defined.
+    fn symbol_at(&self, symtab: usize, index: usize) -> Option<(&'a [u8], Option<Symbol>)> {
         let table = self.sections.get(symtab)?;
-        let strings = self.sections.get(usize::try_from(table.link).ok()?)?;
-        let entry = self.section_bytes(table)?.get(index.checked_mul(SYM_SIZE)?..)?;
-        let name_at = usize::try_from(u32_at(entry, 0)?).ok()?;
-        let rest = self.section_bytes(strings)?.get(name_at..)?;
-        Some(&rest[..rest.iter().position(|&b| b == 0)?])
+        let strings = self.section_bytes(self.sections.get(usize::try_from(table.link).ok()?)?)?;
+        let entry = self
+            .section_bytes(table)?
+            .get(index.checked_mul(SYM_SIZE)?..)?
+            .get(..SYM_SIZE)?;
+        let name = symbol_name(entry, strings)?;
+        Some((name, symbol_entry(entry, strings).map(|(_, symbol)| symbol)))
     }
 
-    /// Every relocation with an addend that names a symbol, across the image's `SHT_RELA` sections.
+    /// Every relocation that names a defined symbol, across the image's `SHT_RELA` and `SHT_REL`
+    /// sections.
     pub fn relocations(&self) -> Vec<Relocation<'a>> {
         let mut relocations = Vec::new();
-        for section in self.sections.iter().filter(|s| s.kind == SHT_RELA) {
-            let (Some(entries), Ok(target)) = (self.section_bytes(section), u16::try_from(section.info)) else {
+        for section in self.sections.iter() {
+            let entry_size = match section.kind {
+                SHT_RELA => RELA_SIZE,
+                SHT_REL => REL_SIZE,
+                _ => continue,
+            };
+            let (Some(entries), Ok(patched)) = (self.section_bytes(section), u16::try_from(section.info)) else {
                 continue;
             };
-            for entry in entries.chunks_exact(RELA_SIZE) {
-                let (Some(offset), Some(info), Some(addend)) = (u64_at(entry, 0), u64_at(entry, 8), u64_at(entry, 16))
-                else {
+            let patched_bytes = self
+                .sections
+                .get(usize::from(patched))
+                .and_then(|s| self.section_bytes(s));
+            for entry in entries.chunks_exact(entry_size) {
+                let (Some(offset), Some(info)) = (u64_at(entry, 0), u64_at(entry, 8)) else {
                     continue;
                 };
-                let Some(symbol) = self.symbol_name(section.link as usize, (info >> 32) as usize) else {
+                let addend = if entry_size == RELA_SIZE {
+                    let Some(addend) = u64_at(entry, 16) else { continue };
+                    addend as i64
+                } else {
+                    let word = usize::try_from(offset).ok().zip(patched_bytes);
+                    word.and_then(|(at, bytes)| u64_at(bytes, at)).unwrap_or(0) as i64
+                };
+                let Some((symbol, target)) = self.symbol_at(section.link as usize, (info >> 32) as usize) else {
                     continue;
                 };
                 relocations.push(Relocation {
-                    section: target,
+                    section: patched,
                     offset,
                     kind: info as u32,
                     symbol,
-                    addend: addend as i64,
+                    target,
+                    addend,
                 });
             }
         }
@@ -259,6 +301,75 @@ impl<'a> Image<'a> {
         let start = usize::try_from(offset).ok()?;
         let len = usize::try_from(symbol.size).ok()?;
         data.get(start..start.checked_add(len)?)
+    }
+
+    /// Whether the image's pointer global `pointer`, found loaded at `pointer_at` and holding `target`,
+    /// points inside the image's own writable memory with room for `len` bytes: inside one writable
+    /// object (local ones included, which loaders do not register but which are the image's memory
+    /// all the same) of at least `len` bytes, or, where no object is named there, inside one writable
+    /// allocated section. A loader that writes through a pointer read from an image writes only into
+    /// that image this way.
+    ///
+    /// Where the target lies in the image's own addresses depends on how the image is loaded:
+    /// * AMDGPU code objects and shared objects are mapped whole at one base, so the target less the
+    ///   pointer's displacement (`pointer_at` minus its `st_value`) is an address of the file;
+    /// * the CUDA driver places a cubin's sections one by one, so one displacement says nothing of
+    ///   another section: there the pointer's own relocation says what it points at (a symbol plus
+    ///   an addend, in that symbol's section). The driver applies it at load and no device code has
+    ///   run when a plugin asks, so the loaded value is what the relocation made it, and a pointer
+    ///   without one holds a constant that cannot name memory the driver placed.
+    pub fn pointee_is_writable(&self, pointer: &[u8], pointer_at: u64, target: u64, len: u64) -> bool {
+        let Some(pointer) = self.symbol(pointer) else {
+            return false;
+        };
+        let placed_whole = header(self.bytes).is_some_and(|h| h.machine != EM_CUDA);
+        if placed_whole {
+            let displacement = pointer_at.wrapping_sub(pointer.value);
+            return self.writable_at(None, target.wrapping_sub(displacement), len);
+        }
+        let relocation = self
+            .relocations()
+            .into_iter()
+            .find(|r| r.section == pointer.section && r.offset == pointer.value);
+        let Some(pointee) = relocation.and_then(|r| Some((r.target?, r.addend))) else {
+            return false;
+        };
+        let (symbol, addend) = pointee;
+        self.writable_at(Some(symbol.section), symbol.value.wrapping_add(addend as u64), len)
+    }
+
+    /// Whether `[addr, addr + len)` (image addresses; in `section` only, when given) lies inside one
+    /// writable object of the image, or inside a writable allocated section where no object is named.
+    fn writable_at(&self, section: Option<u16>, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        let writable = |index: u16| {
+            self.sections
+                .get(usize::from(index))
+                .is_some_and(|s| s.flags & (SHF_WRITE | SHF_ALLOC) == SHF_WRITE | SHF_ALLOC)
+        };
+        let in_section = |index: u16| section.is_none_or(|wanted| wanted == index);
+        let objects: Vec<Symbol> = self
+            .symbols()
+            .into_iter()
+            .map(|(_, symbol)| symbol)
+            .filter(|s| s.kind == STT_OBJECT && s.size > 0 && writable(s.section) && in_section(s.section))
+            .collect();
+        if objects
+            .iter()
+            .any(|s| addr >= s.value && end <= s.value.saturating_add(s.size))
+        {
+            return true;
+        }
+        let names_an_object = objects
+            .iter()
+            .any(|s| addr < s.value.saturating_add(s.size) && s.value < end);
+        !names_an_object
+            && (0..self.sections.len()).filter_map(|i| u16::try_from(i).ok()).any(|i| {
+                let s = &self.sections[usize::from(i)];
+                writable(i) && in_section(i) && addr >= s.addr && end <= s.addr.saturating_add(s.size)
+            })
     }
 
     /// Every note of the image as (owner name, type, descriptor).
@@ -302,6 +413,17 @@ pub(crate) mod tests {
 
     /// Builds a small ELF file with one data section, a symbol table and a note, for tests.
     pub(crate) fn sample(machine: u16, symbols: &[(&str, u64, &[u8])]) -> Vec<u8> {
+        sample_with_relocations(machine, symbols, &[])
+    }
+
+    /// [`sample`], plus a relocation section in which each `(pointer, target)` makes the 64-bit word
+    /// at symbol `pointer` the address of symbol `target` (type 4, CUDA's `R_CUDA_G64`), as a
+    /// compiler writes `T *pointer = &target;`.
+    pub(crate) fn sample_with_relocations(
+        machine: u16,
+        symbols: &[(&str, u64, &[u8])],
+        relocations: &[(&str, &str)],
+    ) -> Vec<u8> {
         let mut data = Vec::new();
         let mut strings = vec![0u8];
         let mut syms = vec![0u8; SYM_SIZE];
@@ -313,7 +435,7 @@ pub(crate) mod tests {
             data.extend_from_slice(bytes);
             let mut sym = vec![0u8; SYM_SIZE];
             sym[..4].copy_from_slice(&name_at.to_le_bytes());
-            sym[4] = 1;
+            sym[4] = 0x11; // a global object
             sym[6..8].copy_from_slice(&1u16.to_le_bytes());
             sym[8..16].copy_from_slice(&value.to_le_bytes());
             sym[16..24].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -344,18 +466,35 @@ pub(crate) mod tests {
         let syms_at = place(&syms);
         let strings_at = place(&strings);
         let note_at = place(&note);
+        let index_of = |name: &str| symbols.iter().position(|(n, _, _)| *n == name).unwrap() + 1;
+        let mut rela = Vec::new();
+        for (pointer, target) in relocations {
+            let at = syms
+                .get(index_of(pointer) * SYM_SIZE + 8..index_of(pointer) * SYM_SIZE + 16)
+                .unwrap();
+            rela.extend_from_slice(at);
+            rela.extend_from_slice(&(((index_of(target) as u64) << 32) | 4).to_le_bytes());
+            rela.extend_from_slice(&0i64.to_le_bytes());
+        }
+        let rela_at = place(&rela);
         let shoff = file.len() as u64;
-        // null, .data (addr 0x1000), .symtab (link 3), .strtab, .note
-        let sections: [(u32, u64, u64, u64, u32); 5] = [
-            (0, 0, 0, 0, 0),
-            (1, 0x1000, data_at, data.len() as u64, 0),
-            (SHT_SYMTAB, 0, syms_at, syms.len() as u64, 3),
-            (3, 0, strings_at, strings.len() as u64, 0),
-            (SHT_NOTE, 0, note_at, note.len() as u64, 0),
+        // null, .data (addr 0x1000, writable), .symtab (link 3), .strtab, .note, .rela.data
+        let data_flags = SHF_WRITE | SHF_ALLOC;
+        let mut sections: Vec<(u32, u64, u64, u64, u64, u32, u32)> = vec![
+            (0, 0, 0, 0, 0, 0, 0),
+            (1, data_flags, 0x1000, data_at, data.len() as u64, 0, 0),
+            (SHT_SYMTAB, 0, 0, syms_at, syms.len() as u64, 3, 0),
+            (3, 0, 0, strings_at, strings.len() as u64, 0, 0),
+            (SHT_NOTE, 0, 0, note_at, note.len() as u64, 0, 0),
         ];
-        for (kind, addr, offset, size, link) in sections {
+        if !rela.is_empty() {
+            sections.push((SHT_RELA, 0, 0, rela_at, rela.len() as u64, 2, 1));
+        }
+        for &(kind, flags, addr, offset, size, link, info) in &sections {
             let mut sh = vec![0u8; SHDR_SIZE];
             sh[4..8].copy_from_slice(&kind.to_le_bytes());
+            sh[8..16].copy_from_slice(&flags.to_le_bytes());
+            sh[44..48].copy_from_slice(&info.to_le_bytes());
             sh[16..24].copy_from_slice(&addr.to_le_bytes());
             sh[24..32].copy_from_slice(&offset.to_le_bytes());
             sh[32..40].copy_from_slice(&size.to_le_bytes());
@@ -364,7 +503,7 @@ pub(crate) mod tests {
         }
         file[40..48].copy_from_slice(&shoff.to_le_bytes());
         file[58..60].copy_from_slice(&(SHDR_SIZE as u16).to_le_bytes());
-        file[60..62].copy_from_slice(&5u16.to_le_bytes());
+        file[60..62].copy_from_slice(&(sections.len() as u16).to_le_bytes());
         file
     }
 
@@ -407,5 +546,81 @@ pub(crate) mod tests {
         let mut wrong_class = file.clone();
         wrong_class[4] = 1;
         assert!(Image::parse(&wrong_class).is_none());
+    }
+
+    /// The client check on committed images clang-16 built: an AMDGPU code object, whose hidden client
+    /// object is local, is judged by its load displacement; cubins (ptxas writes `SHT_REL` for sm_80 and
+    /// `SHT_RELA` for sm_90) by the pointer's own relocation.
+    #[test]
+    fn a_client_pointer_is_judged_from_the_images_own_symbols_and_relocations() {
+        let client = b"__llvm_libc_rpc_client";
+        let code_object = include_bytes!("../../tests/data/amdgpu/cuda_module-gfx90a.hsaco");
+        let image = Image::parse(code_object).unwrap();
+        let (pointer, object) = (
+            image.symbol(client).unwrap(),
+            image.symbol(b"omprpc_client_object").unwrap(),
+        );
+        assert_eq!((object.binding, object.size), (0, 552), "hidden, so local");
+        let base = 0x7f00_0000_0000u64;
+        let (pointer_at, object_at) = (base + pointer.value, base + object.value);
+        assert!(image.pointee_is_writable(client, pointer_at, object_at, 552));
+        assert!(image.pointee_is_writable(client, pointer_at, object_at + 8, 544));
+        assert!(
+            !image.pointee_is_writable(client, pointer_at, object_at + 8, 552),
+            "past the object"
+        );
+        assert!(
+            !image.pointee_is_writable(client, pointer_at, object_at - 0x1000, 552),
+            "elsewhere"
+        );
+        assert!(
+            !image.pointee_is_writable(client, pointer_at, 0x1000, 552),
+            "the unrelocated address"
+        );
+        let text = image.symbols().into_iter().find(|(_, s)| s.kind == 2).unwrap().1;
+        assert!(
+            !image.pointee_is_writable(client, pointer_at, base + text.value, 8),
+            "code"
+        );
+        assert!(!image.pointee_is_writable(b"missing", pointer_at, object_at, 552));
+
+        for cubin in [
+            &include_bytes!("../../tests/data/nvptx/cuda_module-sm_80.cubin")[..],
+            &include_bytes!("../../tests/data/nvptx/cuda_module-sm_90.cubin")[..],
+        ] {
+            let image = Image::parse(cubin).unwrap();
+            let relocation = image
+                .relocations()
+                .into_iter()
+                .find(|r| r.symbol == b"omprpc_client_object")
+                .expect("the pointer is relocated to the client object");
+            assert_eq!(relocation.addend, 0);
+            // Sections are placed one by one: any loaded values, as the relocation names the object.
+            assert!(image.pointee_is_writable(client, 0x5000, 0x9000, 552));
+            assert!(
+                !image.pointee_is_writable(client, 0x5000, 0x9000, 553),
+                "bigger than the object"
+            );
+        }
+        // A cubin-like image whose pointer has no relocation holds a constant, never the image's memory.
+        let constant = sample(
+            EM_CUDA,
+            &[("object", 0, &[0; 552]), ("__llvm_libc_rpc_client", 0, &[0; 8])],
+        );
+        assert!(!Image::parse(&constant)
+            .unwrap()
+            .pointee_is_writable(client, 0x5000, 0x1000, 552));
+        let relocated = sample_with_relocations(
+            EM_CUDA,
+            &[
+                ("object", 0, &[0; 552]),
+                ("__llvm_libc_rpc_client", 0, &[0; 8]),
+                ("small", 0, &[0; 4]),
+            ],
+            &[("__llvm_libc_rpc_client", "small")],
+        );
+        assert!(!Image::parse(&relocated)
+            .unwrap()
+            .pointee_is_writable(client, 0x5000, 0x1000, 552));
     }
 }

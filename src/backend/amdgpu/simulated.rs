@@ -280,6 +280,9 @@ struct Executable {
     frozen: bool,
     loaded: Vec<Loaded>,
     symbols: Vec<u64>,
+    /// Objects of local binding: loaded, but not symbols the runtime answers for (name, address,
+    /// size), kept so that tests can see where the loader put them.
+    locals: Vec<(String, u64, u32)>,
 }
 
 struct PendingCopy {
@@ -681,13 +684,21 @@ pub fn blocks() -> Vec<(usize, usize)> {
     with(|w| w.memory.iter().map(|(&a, b)| (a, b.size)).collect())
 }
 
-/// Address and size of the variable `name` of any loaded executable.
+/// Address and size of the variable `name` of any loaded executable, local ones included (which the
+/// runtime does not answer for).
 pub fn variable(name: &str) -> Option<(usize, usize)> {
     with(|w| {
-        w.symbols.values().find_map(|s| match s.kind {
+        let registered = w.symbols.values().find_map(|s| match s.kind {
             SymbolKind::Variable { address, size } if s.name == name => Some((address as usize, size as usize)),
             _ => None,
-        })
+        });
+        let local = || {
+            w.executables
+                .values()
+                .flat_map(|e| &e.locals)
+                .find_map(|(n, address, size)| (n == name).then_some((*address as usize, *size as usize)))
+        };
+        registered.or_else(local)
     })
 }
 
@@ -2185,8 +2196,17 @@ fn load(w: &mut World, executable: u64, agent: usize, bytes: &[u8]) -> HsaStatus
         place(relocation.offset as usize, &value.to_le_bytes());
     }
     let mut handles = Vec::new();
+    let mut locals = Vec::new();
     for (name, symbol) in &symbols {
         if symbol.kind != 1 || name.is_empty() {
+            continue;
+        }
+        // ROCr's loader registers no local symbol that is not a kernel (`STT_AMDGPU_HSA_KERNEL`, code
+        // object v2), so `hsa_executable_get_symbol_by_name` cannot find a hidden global.
+        const STB_LOCAL: u8 = 0;
+        if symbol.binding == STB_LOCAL {
+            let name = String::from_utf8_lossy(name).into_owned();
+            locals.push((name, (base + symbol.value as usize) as u64, symbol.size as u32));
             continue;
         }
         let name = String::from_utf8_lossy(name).into_owned();
@@ -2223,6 +2243,7 @@ fn load(w: &mut World, executable: u64, agent: usize, bytes: &[u8]) -> HsaStatus
     }
     let e = w.executables.get_mut(&executable).expect("checked by the caller");
     e.symbols.extend(handles);
+    e.locals.extend(locals);
     e.loaded.push(Loaded { agent, base, size });
     HSA_STATUS_SUCCESS
 }
@@ -2319,6 +2340,7 @@ fn create_executable(w: &mut World, profile: u32, frozen: bool, executable: *mut
             frozen,
             loaded: Vec::new(),
             symbols: Vec::new(),
+            locals: Vec::new(),
         },
     );
     // SAFETY: writable per the API.
@@ -3593,13 +3615,28 @@ mod tests {
             symbol_info::VARIABLE_ADDRESS,
         )
         .unwrap();
-        let object: u64 = symbol_info(
-            symbol(exe, gfx90a, "omprpc_client_object").unwrap(),
-            symbol_info::VARIABLE_ADDRESS,
-        )
-        .unwrap();
+        // The object is hidden, so local in the code object: ROCr registers no local symbol that is not
+        // a kernel, and neither does this runtime.
+        assert_eq!(
+            symbol(exe, gfx90a, "omprpc_client_object"),
+            Err(sys::HSA_STATUS_ERROR_INVALID_SYMBOL_NAME)
+        );
+        let image = elf::Image::parse(&bytes).unwrap();
+        let (pointer, object) = (
+            image.symbol(b"__llvm_libc_rpc_client").unwrap(),
+            image.symbol(b"omprpc_client_object").unwrap(),
+        );
+        assert_eq!(object.binding, 0, "local");
         // SAFETY: as above.
-        assert_eq!(unsafe { *(client as *const u64) }, object);
+        assert_eq!(
+            unsafe { *(client as *const u64) },
+            client - pointer.value + object.value,
+            "relocated by the image's load displacement"
+        );
+        assert_eq!(
+            variable("omprpc_client_object").map(|(a, _)| a as u64),
+            Some(client - pointer.value + object.value)
+        );
 
         // Kernels: their descriptors' fields.
         let image = elf::Image::parse(&bytes).unwrap();

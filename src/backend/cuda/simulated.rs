@@ -51,6 +51,17 @@ pub(super) struct Module {
     kernels: HashMap<String, usize>,
     /// Global name → (address, size), in memory the module owns.
     pub(super) globals: HashMap<String, (usize, usize)>,
+    /// Globals of local binding: placed and relocated like the others, but `cuModuleGetGlobal` does
+    /// not find them, as NVIDIA's driver does not (clang-16 makes hidden globals local under
+    /// `-foffload-lto`).
+    local: std::collections::HashSet<String>,
+}
+
+impl Module {
+    /// Whether the global `name` is one that `cuModuleGetGlobal` does not find.
+    pub(super) fn is_local(&self, name: &str) -> bool {
+        self.local.contains(name)
+    }
 }
 
 /// Everything the simulated driver holds.
@@ -454,6 +465,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
         let Some(parsed) = elf::Image::parse(bytes) else {
             return sys::CUDA_ERROR_INVALID_IMAGE;
         };
+        const STB_LOCAL: u8 = 0;
         let mut loaded = Module::default();
         let mut placed = Vec::new();
         for (name, symbol) in parsed.symbols() {
@@ -470,6 +482,9 @@ unsafe extern "C" fn cu_module_load_data_ex(
                     unsafe { std::ptr::copy_nonoverlapping(initial.as_ptr(), ptr as *mut u8, initial.len()) };
                 }
                 placed.push((symbol, ptr));
+                if symbol.binding == STB_LOCAL {
+                    loaded.local.insert(name.clone());
+                }
                 loaded.globals.insert(name, (ptr, symbol.size as usize));
             }
         }
@@ -549,6 +564,7 @@ unsafe extern "C" fn cu_module_get_global(
         match w
             .modules
             .get(&(module as usize))
+            .filter(|m| !m.local.contains(name.as_ref()))
             .and_then(|m| m.globals.get(name.as_ref()))
         {
             Some(&(addr, size)) => {

@@ -251,6 +251,42 @@ fn a_locked_range_is_handed_over_at_the_devices_address() {
     assert!(core.deinit().unwrap());
 }
 
+/// clang-16 with `-foffload-lto` makes the hidden client object a local symbol, which NVIDIA's
+/// `cuModuleGetGlobal` (and so the simulated driver) does not find; the image still gets its client,
+/// because the plugin judges the pointer from the cubin's own relocation, not from the driver.
+#[cfg(feature = "rpc")]
+#[test]
+fn a_cubin_built_with_offload_lto_gets_its_local_client_object_filled() {
+    let _serial = serial();
+    let core = core_on(&[A10], &[]);
+    core.init_device(0).unwrap();
+    let image = std::fs::read(format!(
+        "{}/tests/data/nvptx/cuda_module_lto-sm_80.cubin",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let object = crate::util::elf::Image::parse(&image)
+        .unwrap()
+        .symbol(b"omprpc_client_object")
+        .unwrap();
+    assert_eq!(object.binding, 0, "local under LTO");
+    let (mut entries, _, _) = HostEntry::cuda_module_entries_of(&image);
+    entries.push(client_entry());
+    let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
+    let client = read::<u64>(loaded.addresses[entries.len() - 1]) as usize;
+    assert_ne!(read::<u32>(client), 0, "the client object knows its ports");
+    assert_ne!(read::<u64>(client + 8), 0, "and its mailbox");
+    let world = simulated::world();
+    let module = world.as_ref().unwrap().modules.values().next().unwrap();
+    assert_eq!(module.globals.get("omprpc_client_object").map(|g| g.0), Some(client));
+    assert!(
+        module.is_local("omprpc_client_object"),
+        "which the driver does not find by name"
+    );
+    drop(world);
+    assert!(core.deinit().unwrap());
+}
+
 /// On GPUs in confidential-computing mode kernels cannot read the mailbox: an image with a client loads
 /// without host services (its client object stays empty, so its calls fail as with no server) instead
 /// of hanging on its first call.

@@ -146,15 +146,8 @@ impl Backend for HostBackend {
         })
     }
 
-    fn module_contains(
-        &self,
-        _device: usize,
-        module: &HostModule,
-        _image: Option<&crate::util::elf::Image>,
-        addr: usize,
-        len: usize,
-    ) -> Result<bool> {
-        Ok(module.writable_segment_contains(addr, len))
+    fn module_contains(&self, _device: usize, module: &HostModule, addr: usize, len: usize) -> Option<bool> {
+        Some(module.writable_segment_contains(addr, len))
     }
 
     fn reserves_device_heap(&self) -> bool {
