@@ -18,7 +18,9 @@ pub const NT_AMDGPU_METADATA: u32 = 32;
 
 /// `e_flags` mask of the processor.
 const EF_AMDGPU_MACH: u32 = 0xff;
-/// Processors by their `EF_AMDGPU_MACH_AMDGCN_*` value (LLVM 16's `BinaryFormat/ELF.h`).
+/// Processors by their `EF_AMDGPU_MACH_AMDGCN_*` value: LLVM 16's `BinaryFormat/ELF.h`, then those
+/// later LLVMs added (AMDGPUUsage's processor table), generic ones included, so that an image built
+/// by a newer clang for an MI300 or an RDNA3/4 part is named and judged rather than refused.
 const PROCESSORS: &[(u32, &str)] = &[
     (0x020, "gfx600"),
     (0x021, "gfx601"),
@@ -58,6 +60,21 @@ const PROCESSORS: &[(u32, &str)] = &[
     (0x045, "gfx1036"),
     (0x046, "gfx1101"),
     (0x047, "gfx1102"),
+    (0x043, "gfx1150"),
+    (0x048, "gfx1200"),
+    (0x04a, "gfx1151"),
+    (0x04b, "gfx941"),
+    (0x04c, "gfx942"),
+    (0x04e, "gfx1201"),
+    (0x04f, "gfx950"),
+    (0x051, "gfx9-generic"),
+    (0x052, "gfx10-1-generic"),
+    (0x053, "gfx10-3-generic"),
+    (0x054, "gfx11-generic"),
+    (0x055, "gfx1152"),
+    (0x058, "gfx1153"),
+    (0x059, "gfx12-generic"),
+    (0x05f, "gfx9-4-generic"),
 ];
 /// `e_ident[EI_ABIVERSION]` of code object v3, whose feature bits are single flags.
 const ABI_V3: u8 = 1;
@@ -89,8 +106,10 @@ impl TargetId {
             .map(|rest| rest.trim_start_matches('-'))
             .unwrap_or(text);
         let (processor, features) = text.split_once(':').unwrap_or((text, ""));
-        // A processor is a name like "gfx90a"; anything else names no GPU.
-        if processor.is_empty() || !processor.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        // A processor is a name like "gfx90a", or a generic one like "gfx9-4-generic"; anything else
+        // names no GPU.
+        let named = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
+        if !processor.starts_with("gfx") || !processor.bytes().all(named) {
             return None;
         }
         let feature = |name: &str| {
@@ -137,6 +156,12 @@ impl TargetId {
             sramecc,
             xnack,
         })
+    }
+
+    /// Whether the processor is a generic one (`gfx9-4-generic`), which ROCm lists after an agent's
+    /// own.
+    pub fn is_generic(&self) -> bool {
+        self.processor.ends_with("-generic")
     }
 
     /// Whether code built for `self` runs on an agent whose ISA is `agent`, by LLVM 16's
@@ -291,6 +316,13 @@ mod tests {
         assert_eq!(TargetId::parse(""), None);
         assert_eq!(TargetId::parse(":xnack+"), None);
         assert_eq!(TargetId::parse("amdgcn-amd-amdhsa--amdgcn-amd-amdhsa--gfx90a"), None);
+        let generic = TargetId::parse("amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-").unwrap();
+        assert_eq!(
+            (generic.processor.as_str(), generic.sramecc, generic.xnack),
+            ("gfx9-4-generic", Some(true), Some(false))
+        );
+        assert!(generic.is_generic() && !TargetId::parse("gfx942").unwrap().is_generic());
+        assert_eq!(TargetId::parse("sm_90"), None, "not an AMD processor");
         assert_eq!(TargetId::parse("gfx 90a"), None);
     }
 

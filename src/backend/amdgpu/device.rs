@@ -56,8 +56,11 @@ pub struct AgentFacts {
     agent: AtomicU64,
     /// `HSA_AGENT_INFO_NAME` ("gfx90a").
     pub name: String,
-    /// The target of its (last) ISA, e.g. "gfx90a:sramecc+:xnack-", which images are judged against.
+    /// The target of its own ISA, e.g. "gfx90a:sramecc+:xnack-", which images are judged against.
     pub target: TargetId,
+    /// The generic ISA the runtime lists beside it, if any ("gfx9-4-generic:sramecc+:xnack-"), whose
+    /// code runs on the agent too.
+    pub generic: Option<TargetId>,
     /// Compute units.
     pub compute_units: u32,
     /// Work-items per wavefront (64, or 32 on wave32 parts).
@@ -80,12 +83,23 @@ impl AgentFacts {
     /// Reads what the plugin needs of a GPU agent.
     pub fn read(api: Api, agent: HsaAgent, name: String) -> Result<AgentFacts> {
         let isas = api.isa_names(agent)?;
-        let isa = isas
-            .last()
-            .ok_or_else(|| Error::Unsupported(format!("the HSA runtime shows no ISA for GPU agent {name}")))?;
-        let target = TargetId::parse(isa).ok_or_else(|| {
-            Error::Unsupported(format!("GPU agent {name} has an ISA name omprpc cannot read: {isa:?}"))
-        })?;
+        // ROCm 6.2 and later list a generic ISA after the agent's own (gfx942, then gfx9-4-generic):
+        // the agent's target is the specific one, and code built for the generic one runs too.
+        let parsed: Vec<TargetId> = isas.iter().filter_map(|isa| TargetId::parse(isa)).collect();
+        let target = match parsed.iter().find(|t| !t.is_generic()) {
+            Some(target) => target.clone(),
+            None if isas.is_empty() => {
+                return Err(Error::Unsupported(format!(
+                    "the HSA runtime shows no ISA for GPU agent {name}"
+                )))
+            }
+            None => {
+                return Err(Error::Unsupported(format!(
+                    "GPU agent {name} has no ISA name omprpc can read: {isas:?}"
+                )))
+            }
+        };
+        let generic = parsed.into_iter().find(TargetId::is_generic);
         let u32_of = |attribute, call| api.agent_u32(agent, attribute, call);
         let workgroup: [u8; 6] = api.agent_bytes(
             agent,
@@ -106,6 +120,7 @@ impl AgentFacts {
         Ok(AgentFacts {
             agent: AtomicU64::new(agent.handle),
             target,
+            generic,
             compute_units: u32_of(agent_info::COMPUTE_UNIT_COUNT, "hsa_agent_get_info(COMPUTE_UNIT_COUNT)")?,
             wavefront_size: u32_of(agent_info::WAVEFRONT_SIZE, "hsa_agent_get_info(WAVEFRONT_SIZE)")?,
             max_threads: u32::from(u16::from_ne_bytes([workgroup[0], workgroup[1]])),
@@ -116,6 +131,12 @@ impl AgentFacts {
             memory_bytes: device_pool.size,
             name,
         })
+    }
+
+    /// Whether code built for `image` runs on the agent: built for its own ISA or for the generic one
+    /// the runtime lists beside it.
+    pub fn runs(&self, image: &TargetId) -> bool {
+        image.runs_on(&self.target) || self.generic.as_ref().is_some_and(|generic| image.runs_on(generic))
     }
 
     /// The runtime's handle on the agent.

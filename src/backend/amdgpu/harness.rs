@@ -20,6 +20,7 @@ pub(super) const MI250: SimAgent = SimAgent {
     name: "gfx90a",
     compute_units: 104,
     wavefront_size: 64,
+    generic_isa: None,
 };
 
 /// The runtime's entry points the backend calls while a program runs, each with the operation it is
@@ -60,6 +61,7 @@ pub(super) const RX6900: SimAgent = SimAgent {
     name: "gfx1030",
     compute_units: 40,
     wavefront_size: 32,
+    generic_isa: None,
 };
 
 /// The GPU a harness simulates, and the code object built for it.

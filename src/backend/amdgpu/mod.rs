@@ -320,7 +320,7 @@ impl Backend for AmdgpuBackend {
         let Some(image) = AmdgpuBackend::image_target(header, arch) else {
             return false;
         };
-        !self.devices.is_empty() && self.devices.iter().all(|d| image.runs_on(&d.facts.target))
+        !self.devices.is_empty() && self.devices.iter().all(|d| d.facts.runs(&image))
     }
 
     fn init_device(&self, device: usize) -> Result<DeviceLimits> {
@@ -367,7 +367,7 @@ impl Backend for AmdgpuBackend {
         let amd = &self.devices[device];
         amd.ready(device)?;
         let read = code_object::read(image).map_err(Error::BadImage)?;
-        if !read.target.runs_on(&amd.facts.target) {
+        if !amd.facts.runs(&read.target) {
             return Err(Error::BadImage(format!(
                 "a code object for {} does not run on this {}",
                 read.target, amd.facts.target

@@ -46,6 +46,9 @@ pub struct SimAgent {
     pub compute_units: u32,
     /// `HSA_AGENT_INFO_WAVEFRONT_SIZE` (64, or 32 for RDNA).
     pub wavefront_size: u32,
+    /// A generic ISA listed after the specific one, as ROCm 6.2 and later do (an MI300X:
+    /// "gfx942:sramecc+:xnack-", then "gfx9-4-generic:sramecc+:xnack-").
+    pub generic_isa: Option<&'static str>,
 }
 
 /// A kernel dispatch as the packet processor saw it.
@@ -199,7 +202,8 @@ const R_AMDGPU_RELATIVE64: u32 = 13;
 struct Agent {
     handle: u64,
     gpu: Option<SimAgent>,
-    isa: u64,
+    /// The agent's ISAs, the specific one first.
+    isas: Vec<u64>,
     pools: Vec<u64>,
 }
 
@@ -501,18 +505,18 @@ impl World {
                     h
                 })
                 .collect();
-            let isa = match sim {
-                Some(g) => {
+            let names = sim.iter().flat_map(|g| std::iter::once(g.name).chain(g.generic_isa));
+            let isas = names
+                .map(|name| {
                     let h = handle();
-                    world.isas.insert(h, format!("amdgcn-amd-amdhsa--{}", g.name));
+                    world.isas.insert(h, format!("amdgcn-amd-amdhsa--{name}"));
                     h
-                }
-                None => 0,
-            };
+                })
+                .collect();
             world.agents.push(Agent {
                 handle: handle(),
                 gpu: sim,
-                isa,
+                isas,
                 pools,
             });
         }
@@ -987,7 +991,12 @@ unsafe extern "C" fn hsa_agent_get_info(agent: HsaAgent, attribute: u32, value: 
                         [32 << 10, 512 << 10, 32 << 20, 0]
                     },
                 ),
-                i::ISA => put(value, HsaIsa { handle: a.isa }),
+                i::ISA => put(
+                    value,
+                    HsaIsa {
+                        handle: a.isas.first().copied().unwrap_or(0),
+                    },
+                ),
                 i::EXTENSIONS => put(value, [0u8; 128]),
                 i::VERSION_MAJOR | i::VERSION_MINOR => put(value, 1u16),
                 i::CHIP_ID => put(value, pick(0, 0x740f)),
@@ -1028,12 +1037,7 @@ unsafe extern "C" fn hsa_agent_get_info(agent: HsaAgent, attribute: u32, value: 
 unsafe extern "C" fn hsa_agent_iterate_isas(agent: HsaAgent, callback: IsaCallback, data: *mut c_void) -> HsaStatus {
     let isas = listed("hsa_agent_iterate_isas", |w| {
         let index = w.agent(agent).ok_or(sys::HSA_STATUS_ERROR_INVALID_AGENT)?;
-        let isa = w.agents[index].isa;
-        Ok(if isa == 0 {
-            Vec::new()
-        } else {
-            vec![HsaIsa { handle: isa }]
-        })
+        Ok(w.agents[index].isas.iter().map(|&handle| HsaIsa { handle }).collect())
     });
     // SAFETY: the callback and its data are the caller's, called as the API promises.
     iterate(isas, |isa| unsafe { callback(isa, data) })
@@ -2132,12 +2136,15 @@ fn load(w: &mut World, executable: u64, agent: usize, bytes: &[u8]) -> HsaStatus
     let Some(image) = elf::Image::parse(bytes) else {
         return sys::HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
     };
-    let target = w.agents[agent]
+    let processor_of = |name: &'static str| name.split(':').next().unwrap_or(name);
+    let targets: Vec<&str> = w.agents[agent]
         .gpu
-        .map(|g| g.name.split(':').next().unwrap_or(g.name))
-        .unwrap_or_default();
+        .iter()
+        .flat_map(|g| std::iter::once(g.name).chain(g.generic_isa))
+        .map(processor_of)
+        .collect();
     if let Some(processor) = TargetId::from_header(&header).map(|t| t.processor) {
-        if processor != target {
+        if !targets.contains(&processor.as_str()) {
             return sys::HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS;
         }
     }
@@ -2678,6 +2685,7 @@ mod tests {
             name,
             compute_units: 104,
             wavefront_size: if name.starts_with("gfx1") { 32 } else { 64 },
+            generic_isa: None,
         }
     }
 

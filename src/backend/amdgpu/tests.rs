@@ -196,6 +196,7 @@ const RX6800: SimAgent = SimAgent {
     name: "gfx1030",
     compute_units: 60,
     wavefront_size: 32,
+    generic_isa: None,
 };
 
 /// A loaded program on a fresh core over `gpu`: the core, its kernels' and global's addresses, and the
@@ -267,6 +268,50 @@ fn a_wave32_gpu_runs_its_own_image_and_refuses_a_wave64_one() {
     };
     assert!(err.contains("gfx90a") && err.contains("gfx1030"), "{err}");
     assert!(!err.contains('\n'), "one line: {err}");
+    tear_down(&*core);
+}
+
+/// An MI300X under ROCm 6.2 and later: its own ISA, then a generic one.
+const MI300X: SimAgent = SimAgent {
+    name: "gfx942:sramecc+:xnack-",
+    compute_units: 304,
+    wavefront_size: 64,
+    generic_isa: Some("gfx9-4-generic:sramecc+:xnack-"),
+};
+
+/// A committed code object with its header's processor changed to `mach` (`EF_AMDGPU_MACH_*`).
+fn code_object_for_mach(mach: u8) -> Vec<u8> {
+    let mut image = code_object("gfx940");
+    image[48] = mach;
+    image
+}
+
+/// An agent that lists a generic ISA after its own is a device, named by its own ISA, and runs code
+/// built for either; code for another processor is still refused. (Before, the last ISA was taken and
+/// its name refused: the backend reported no device at all.)
+#[test]
+fn a_gpu_listing_a_generic_isa_after_its_own_runs_code_built_for_either() {
+    let _serial = serial();
+    let core = core_on(&[MI300X], &[]);
+    assert_eq!(core.device_count(), 1);
+    core.init_device(0).unwrap();
+    let lines = core.describe_device(0).unwrap();
+    let target = lines.iter().find(|(n, _)| *n == "Target ID:").map(|(_, v)| v.as_str());
+    assert_eq!(target, Some("gfx942:sramecc+:xnack-"), "{lines:?}");
+    for (mach, name) in [(0x4c, "gfx942"), (0x5f, "gfx9-4-generic")] {
+        let image = code_object_for_mach(mach);
+        assert!(core.is_valid_image(&image[..64], image.len(), None), "{name}");
+        let (entries, _, _) = HostEntry::cuda_module_entries_of(&image);
+        core.load_image(0, 0x1000 + usize::from(mach) * 0x100, &image, &entries)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let gfx90a = code_object("gfx90a");
+    assert!(!core.is_valid_image(&gfx90a[..64], gfx90a.len(), None));
+    let gfx9_generic = code_object_for_mach(0x51);
+    assert!(
+        !core.is_valid_image(&gfx9_generic[..64], gfx9_generic.len(), None),
+        "another generic"
+    );
     tear_down(&*core);
 }
 
