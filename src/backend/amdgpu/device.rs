@@ -69,7 +69,9 @@ pub struct AgentFacts {
     pub max_threads: u32,
     /// `GRID_MAX_DIM.x`: most work-items in a grid along x.
     pub max_grid: u32,
-    /// Most packets one queue may hold.
+    /// Fewest packets one queue may hold (64 in ROCr).
+    pub queue_min_size: u32,
+    /// Most packets one queue may hold (131,072 in ROCr).
     pub queue_max_size: u32,
     /// Most queues the agent supports.
     pub queues_max: u32,
@@ -125,6 +127,7 @@ impl AgentFacts {
             wavefront_size: u32_of(agent_info::WAVEFRONT_SIZE, "hsa_agent_get_info(WAVEFRONT_SIZE)")?,
             max_threads: u32::from(u16::from_ne_bytes([workgroup[0], workgroup[1]])),
             max_grid: u32::from_ne_bytes(grid[0..4].try_into().expect("4 bytes")),
+            queue_min_size: u32_of(agent_info::QUEUE_MIN_SIZE, "hsa_agent_get_info(QUEUE_MIN_SIZE)")?,
             queue_max_size: u32_of(agent_info::QUEUE_MAX_SIZE, "hsa_agent_get_info(QUEUE_MAX_SIZE)")?,
             queues_max: u32_of(agent_info::QUEUES_MAX, "hsa_agent_get_info(QUEUES_MAX)")?,
             device_pool: AtomicU64::new(device_pool.pool.handle),
@@ -137,6 +140,17 @@ impl AgentFacts {
     /// the runtime lists beside it.
     pub fn runs(&self, image: &TargetId) -> bool {
         image.runs_on(&self.target) || self.generic.as_ref().is_some_and(|generic| image.runs_on(generic))
+    }
+
+    /// Packets per queue for `wanted` (`LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE`): a power of two, as
+    /// `hsa_queue_create` requires, within the agent's limits (rounded down, but never below the
+    /// smallest queue the agent takes), so that no setting makes every queue creation fail.
+    pub fn queue_size(&self, wanted: usize) -> u32 {
+        let most = self.queue_max_size.max(2);
+        let least = self.queue_min_size.clamp(2, most).next_power_of_two().min(most);
+        let wanted = u32::try_from(wanted).unwrap_or(u32::MAX).clamp(least, most);
+        let power = 1u32 << (u32::BITS - 1 - wanted.leading_zeros());
+        power.max(least)
     }
 
     /// The runtime's handle on the agent.
@@ -202,7 +216,7 @@ impl AmdDevice {
     pub fn init(&self, api: Api, host: HostPools, settings: &AmdgpuSettings) -> Result<()> {
         self.health.reset();
         let count = settings.hsa_queues.min(self.facts.queues_max.max(1) as usize);
-        let size = settings.hsa_queue_size.min(self.facts.queue_max_size.max(2) as usize);
+        let size = self.facts.queue_size(settings.hsa_queue_size);
         let mut queues = Vec::with_capacity(count);
         for _ in 0..count {
             match AqlQueue::create(api, self.facts.agent(), size, &self.health) {

@@ -642,7 +642,7 @@ impl Backend for AmdgpuBackend {
                 format!(
                     "{} of {} packets",
                     self.config.amdgpu.hsa_queues.min(facts.queues_max.max(1) as usize),
-                    self.config.amdgpu.hsa_queue_size.min(facts.queue_max_size as usize)
+                    facts.queue_size(self.config.amdgpu.hsa_queue_size)
                 ),
             ),
         ]

@@ -218,10 +218,10 @@ pub const fn packet_header(kind: u16) -> u16 {
 }
 
 impl AqlQueue {
-    /// A queue of `size` packets (rounded down to a power of two) on `agent`, whose errors go to
+    /// A queue of `size` packets (a power of two within the agent's limits: `AgentFacts::queue_size`) on
+    /// `agent`, whose errors go to
     /// `health`.
-    pub fn create(api: Api, agent: sys::HsaAgent, size: usize, health: &Arc<Health>) -> Result<AqlQueue> {
-        let size = 1u32 << (usize::BITS - 1 - size.max(2).leading_zeros()).min(31);
+    pub fn create(api: Api, agent: sys::HsaAgent, size: u32, health: &Arc<Health>) -> Result<AqlQueue> {
         // SAFETY: `on_queue_error` reads a `Health`; the queue holds a reference to it until after it
         // is destroyed.
         let raw = unsafe { api.queue_create(agent, size, on_queue_error, Arc::as_ptr(health).cast_mut().cast()) }?;

@@ -315,6 +315,22 @@ fn a_gpu_listing_a_generic_isa_after_its_own_runs_code_built_for_either() {
     tear_down(&*core);
 }
 
+/// `LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE` below the agent's smallest queue (64 packets), past its
+/// largest, or not a power of two still gives queues `hsa_queue_create` accepts. (Before, 2 or 32
+/// packets were asked for as such, and every queue creation, so the device's start, failed.)
+#[test]
+fn any_queue_size_setting_gives_queues_the_runtime_accepts() {
+    let _serial = serial();
+    for (setting, packets) in [("2", 64), ("32", 64), ("1000", 512), ("1048576", 131072)] {
+        let core = core_on(&[MI250], &[("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", setting)]);
+        core.init_device(0).unwrap_or_else(|e| panic!("{setting}: {e}"));
+        let lines = core.describe_device(0).unwrap();
+        let queues = lines.iter().find(|(n, _)| *n == "HSA Queues:").map(|(_, v)| v.clone());
+        assert_eq!(queues, Some(format!("4 of {packets} packets")), "{setting}");
+        tear_down(&*core);
+    }
+}
+
 #[test]
 fn a_queue_error_fails_synchronize_instead_of_hanging() {
     let _serial = serial();
