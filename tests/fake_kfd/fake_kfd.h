@@ -1,0 +1,49 @@
+/*
+ * Test hooks of the fake kernel driver thunk (tests/fake_kfd/fake_hsakmt.c).
+ *
+ * The fake is a replacement libhsakmt.so.1 under which the real AMD HSA runtime (ROCr) runs on a
+ * machine without a GPU. These functions are exported unversioned next to the thunk's own
+ * (HSAKMT_1) functions; a test that loaded the runtime with dlopen finds them with
+ * dlopen("libhsakmt.so.1", RTLD_NOW | RTLD_NOLOAD) and dlsym.
+ */
+#ifndef FAKE_KFD_H
+#define FAKE_KFD_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A host function standing in for a device kernel. It runs on the fake command processor's thread
+ * (one thread per queue) once per dispatch packet, not once per work-item: `kernarg` is the
+ * packet's kernarg_address, `grid_size_x` and `workgroup_size_x` are the packet's. */
+typedef void (*fake_kfd_kernel_body)(void *ctx, const void *kernarg, uint32_t grid_size_x,
+                                     uint32_t workgroup_size_x);
+
+/* Registers `body` for dispatches whose kernel_object is `kernel_object` (as returned by
+ * hsa_executable_symbol_get_info(..., HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, ...)).
+ * A NULL body removes the registration. Returns 0, or -1 when the table is full. */
+int fake_kfd_set_kernel(uint64_t kernel_object, fake_kfd_kernel_body body, void *ctx);
+
+/* Number of dispatches of kernels that are neither registered nor ROCr's own blit kernels; such
+ * dispatches run nothing and complete at once. */
+uint64_t fake_kfd_dispatches(void);
+
+/* Number of ROCr blit-kernel dispatches (copies and fills) the fake carried out on the host. */
+uint64_t fake_kfd_blits(void);
+
+/* The next call of the thunk function with this name (e.g. "hsaKmtAllocMemory") returns
+ * HSAKMT_STATUS_ERROR. Several names may be armed at once; each fires once. */
+void fake_kfd_fail_next(const char *thunk_function_name);
+
+/* The host address behind a GPU virtual address. It is the address itself except in the
+ * FAKE_KFD_DISTINCT_GPU_ADDRESSES=1 mode, where registered (locked) host memory gets GPU addresses
+ * that the host cannot dereference; kernel bodies use this to follow such pointers. */
+void *fake_kfd_host_address(uint64_t gpu_address);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FAKE_KFD_H */
