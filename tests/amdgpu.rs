@@ -145,21 +145,7 @@ fn every_entry_point_fails_cleanly_without_a_gpu() {
     // The runtime's own dependencies are not installed here: load them first by path, so that the
     // runtime finds them by soname when the plugin opens it.
     let dir = support::real_libhsa_dir();
-    for dependency in [
-        "libnuma.so.1",
-        "libdrm.so.2",
-        "libdrm_amdgpu.so.1",
-        "libelf.so.1",
-        "libhsakmt.so.1",
-    ] {
-        // SAFETY: loading Debian's system libraries runs their initialisers, which have no
-        // preconditions; they stay loaded for the test process's life.
-        let library = unsafe {
-            libloading::os::unix::Library::open(Some(dir.join(dependency)), libc::RTLD_NOW | libc::RTLD_GLOBAL)
-        }
-        .unwrap_or_else(|e| panic!("{dependency}: {e}"));
-        std::mem::forget(library);
-    }
+    support::load_hsa_runtime_dependencies(&dir);
     std::env::set_var("OMPRPC_HSA_LIBRARY", dir.join("libhsa-runtime64.so.1"));
     std::env::remove_var("LIBOMPTARGET_INFO");
     let api = open(&plugin_dir_as(AMDGPU_PLUGIN).join(AMDGPU_PLUGIN));

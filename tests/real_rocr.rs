@@ -44,22 +44,8 @@ fn fake_kfd_dir() -> PathBuf {
 #[test]
 fn a_gfx90a_image_with_host_services_loads_through_the_real_rocr() {
     let dir = fake_kfd_dir();
-    // The runtime opens its libraries by soname: load them first by path, the fake thunk included,
-    // so that the real one is never found.
-    for library in [
-        "libnuma.so.1",
-        "libdrm.so.2",
-        "libdrm_amdgpu.so.1",
-        "libelf.so.1",
-        "libhsakmt.so.1",
-    ] {
-        // SAFETY: loading these libraries runs their initialisers, which have no preconditions; they
-        // stay loaded for the test process's life.
-        let loaded =
-            unsafe { libloading::os::unix::Library::open(Some(dir.join(library)), libc::RTLD_NOW | libc::RTLD_GLOBAL) }
-                .unwrap_or_else(|e| panic!("{library}: {e}"));
-        std::mem::forget(loaded);
-    }
+    // The fake thunk, never the real one.
+    support::load_hsa_runtime_dependencies(&dir);
     std::env::set_var("OMPRPC_HSA_LIBRARY", dir.join("libhsa-runtime64.so.1"));
     std::env::remove_var("LIBOMPTARGET_INFO");
     let api = open(&plugin_dir_as(AMDGPU_PLUGIN).join(AMDGPU_PLUGIN));

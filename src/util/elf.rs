@@ -20,6 +20,7 @@ const REL_SIZE: usize = 16;
 const SHF_WRITE: u64 = 1;
 const SHF_ALLOC: u64 = 2;
 const STT_OBJECT: u8 = 1;
+const STB_LOCAL: u8 = 0;
 const SHT_NOTE: u32 = 7;
 const SHT_NOBITS: u32 = 8;
 const SHN_UNDEF: u16 = 0;
@@ -121,14 +122,20 @@ pub struct Symbol {
     pub size: u64,
     /// `st_info & 0xf`: 1 object, 2 function.
     pub kind: u8,
-    /// `st_info >> 4`: 0 local, 1 global, 2 weak. Loaders register local symbols differently (ROCr
-    /// not at all unless they are kernels; the CUDA driver's `cuModuleGetGlobal` does not find them).
+    /// `st_info >> 4`: 0 local, 1 global, 2 weak.
     pub binding: u8,
     /// Index of the section it is defined in.
     section: u16,
 }
 
 impl Symbol {
+    /// Whether its binding is local: drivers do not find such symbols by name (ROCr registers none
+    /// that is not a kernel; the CUDA driver's `cuModuleGetGlobal` skips them), though they are the
+    /// image's memory all the same.
+    pub fn is_local(&self) -> bool {
+        self.binding == STB_LOCAL
+    }
+
     /// Index of the section it is defined in.
     pub fn section(&self) -> u16 {
         self.section
@@ -239,8 +246,7 @@ impl<'a> Image<'a> {
         Some((name, symbol_entry(entry, strings).map(|(_, symbol)| symbol)))
     }
 
-    /// Every relocation that names a defined symbol, across the image's `SHT_RELA` and `SHT_REL`
-    /// sections.
+    /// Every relocation that names a symbol, across the image's `SHT_RELA` and `SHT_REL` sections.
     pub fn relocations(&self) -> Vec<Relocation<'a>> {
         let mut relocations = Vec::new();
         for section in self.sections.iter() {
@@ -331,10 +337,9 @@ impl<'a> Image<'a> {
             .relocations()
             .into_iter()
             .find(|r| r.section == pointer.section && r.offset == pointer.value);
-        let Some(pointee) = relocation.and_then(|r| Some((r.target?, r.addend))) else {
+        let Some((symbol, addend)) = relocation.and_then(|r| Some((r.target?, r.addend))) else {
             return false;
         };
-        let (symbol, addend) = pointee;
         self.writable_at(Some(symbol.section), symbol.value.wrapping_add(addend as u64), len)
     }
 
@@ -366,9 +371,10 @@ impl<'a> Image<'a> {
             .iter()
             .any(|s| addr < s.value.saturating_add(s.size) && s.value < end);
         !names_an_object
-            && (0..self.sections.len()).filter_map(|i| u16::try_from(i).ok()).any(|i| {
-                let s = &self.sections[usize::from(i)];
-                writable(i) && in_section(i) && addr >= s.addr && end <= s.addr.saturating_add(s.size)
+            && self.sections.iter().enumerate().any(|(i, s)| {
+                u16::try_from(i).is_ok_and(|i| writable(i) && in_section(i))
+                    && addr >= s.addr
+                    && end <= s.addr.saturating_add(s.size)
             })
     }
 
@@ -560,7 +566,7 @@ pub(crate) mod tests {
             image.symbol(client).unwrap(),
             image.symbol(b"omprpc_client_object").unwrap(),
         );
-        assert_eq!((object.binding, object.size), (0, 552), "hidden, so local");
+        assert_eq!((object.is_local(), object.size), (true, 552), "hidden, so local");
         let base = 0x7f00_0000_0000u64;
         let (pointer_at, object_at) = (base + pointer.value, base + object.value);
         assert!(image.pointee_is_writable(client, pointer_at, object_at, 552));

@@ -82,6 +82,12 @@ static void step(int ok, const char *fmt, ...) {
   if (!ok) failures++;
 }
 
+/* Whether `signal` reached 0: its operation completed (waits as long as it takes). */
+static int completed(hsa_signal_t signal) {
+  return p_hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
+                                     HSA_WAIT_STATE_BLOCKED) == 0;
+}
+
 /* The status's name: the text of hsa_status_string up to its colon. */
 static const char *status_text(hsa_status_t s) {
   static char name[64];
@@ -331,15 +337,13 @@ int main(int argc, char **argv) {
   fill_pattern(fine, n, 11);
   CHECK(p_hsa_amd_memory_async_copy(dev, ag.gpu, fine, ag.cpu, n, 0, NULL, signal),
         "hsa_amd_memory_async_copy host->device");
-  step(p_hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-                                   HSA_WAIT_STATE_BLOCKED) == 0,
+  step(completed(signal),
        "completion signal reached 0");
   memset(fine, 0, n);
   p_hsa_signal_store_screlease(signal, 1);
   CHECK(p_hsa_amd_memory_async_copy(fine, ag.cpu, dev, ag.gpu, n, 0, NULL, signal),
         "hsa_amd_memory_async_copy device->host");
-  step(p_hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-                                   HSA_WAIT_STATE_BLOCKED) == 0 &&
+  step(completed(signal) &&
            check_pattern(fine, n, 11),
        "async copies carry the bytes");
 
@@ -353,8 +357,7 @@ int main(int argc, char **argv) {
   hsa_signal_value_t early = p_hsa_signal_wait_scacquire(
       signal, HSA_SIGNAL_CONDITION_LT, 1, 20000000 /* 20 ms at 1 GHz */, HSA_WAIT_STATE_BLOCKED);
   p_hsa_signal_store_screlease(dep, 0);
-  step(early == 1 && p_hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-                                                 HSA_WAIT_STATE_BLOCKED) == 0 &&
+  step(early == 1 && completed(signal) &&
            check_pattern(fine, n, 11),
        "the copy waited for its dependency, then ran");
   p_hsa_signal_destroy(dep);
@@ -370,8 +373,7 @@ int main(int argc, char **argv) {
   p_hsa_signal_store_screlease(signal, 1);
   CHECK(p_hsa_amd_memory_async_copy(agent_ptr, ag.cpu, dev, ag.gpu, n, 0, NULL, signal),
         "async copy device->locked memory");
-  step(p_hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-                                   HSA_WAIT_STATE_BLOCKED) == 0 &&
+  step(completed(signal) &&
            check_pattern(locked, n, 11),
        "locked memory received the bytes");
   memset(&info, 0, sizeof info);
@@ -500,8 +502,7 @@ int main(int argc, char **argv) {
     uint32_t word = header | ((uint32_t)pkt->setup << 16);
     __atomic_store_n((uint32_t *)pkt, word, __ATOMIC_RELEASE);
     p_hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
-    step(p_hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-                                     HSA_WAIT_STATE_BLOCKED) == 0,
+    step(completed(signal),
          "dispatch %d of %s completed", k, syms.kd[k]);
   }
   step(record.calls == 1 && record.grid == 256 && record.workgroup == 64 &&

@@ -85,6 +85,26 @@ pub fn real_libhsa_dir() -> PathBuf {
     dir
 }
 
+/// Loads, by path from `dir`, the libraries the HSA runtime opens by soname (the kernel-driver thunk
+/// `libhsakmt.so.1` among them, real or fake), so that the runtime finds these when the plugin opens
+/// it, and never the system's. They stay loaded for the test process's life.
+pub fn load_hsa_runtime_dependencies(dir: &Path) {
+    for dependency in [
+        "libnuma.so.1",
+        "libdrm.so.2",
+        "libdrm_amdgpu.so.1",
+        "libelf.so.1",
+        "libhsakmt.so.1",
+    ] {
+        // SAFETY: loading these libraries runs their initialisers, which have no preconditions.
+        let library = unsafe {
+            libloading::os::unix::Library::open(Some(dir.join(dependency)), libc::RTLD_NOW | libc::RTLD_GLOBAL)
+        }
+        .unwrap_or_else(|e| panic!("{dependency}: {e}"));
+        std::mem::forget(library);
+    }
+}
+
 /// The AMDGPU device libraries for `arch`: Debian's, or, for a processor they stop short of (gfx1100),
 /// the copy that `scripts/rocm-device-libs.sh` makes, as the image and library scripts use.
 pub fn rocm_device_libs(arch: &str) -> PathBuf {

@@ -218,9 +218,8 @@ pub const fn packet_header(kind: u16) -> u16 {
 }
 
 impl AqlQueue {
-    /// A queue of `size` packets (a power of two within the agent's limits: `AgentFacts::queue_size`) on
-    /// `agent`, whose errors go to
-    /// `health`.
+    /// A queue of `size` packets (a power of two within the agent's limits:
+    /// `AgentFacts::queue_size`) on `agent`, whose errors go to `health`.
     pub fn create(api: Api, agent: sys::HsaAgent, size: u32, health: &Arc<Health>) -> Result<AqlQueue> {
         // SAFETY: `on_queue_error` reads a `Health`; the queue holds a reference to it until after it
         // is destroyed.

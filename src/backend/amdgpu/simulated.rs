@@ -51,6 +51,13 @@ pub struct SimAgent {
     pub generic_isa: Option<&'static str>,
 }
 
+impl SimAgent {
+    /// The agent's ISA names as target ids, its own first.
+    fn isa_names(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.name).chain(self.generic_isa)
+    }
+}
+
 /// A kernel dispatch as the packet processor saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launch {
@@ -505,8 +512,9 @@ impl World {
                     h
                 })
                 .collect();
-            let names = sim.iter().flat_map(|g| std::iter::once(g.name).chain(g.generic_isa));
-            let isas = names
+            let isas = sim
+                .iter()
+                .flat_map(SimAgent::isa_names)
                 .map(|name| {
                     let h = handle();
                     world.isas.insert(h, format!("amdgcn-amd-amdhsa--{name}"));
@@ -2136,12 +2144,11 @@ fn load(w: &mut World, executable: u64, agent: usize, bytes: &[u8]) -> HsaStatus
     let Some(image) = elf::Image::parse(bytes) else {
         return sys::HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
     };
-    let processor_of = |name: &'static str| name.split(':').next().unwrap_or(name);
     let targets: Vec<&str> = w.agents[agent]
         .gpu
         .iter()
-        .flat_map(|g| std::iter::once(g.name).chain(g.generic_isa))
-        .map(processor_of)
+        .flat_map(SimAgent::isa_names)
+        .map(|name| name.split(':').next().unwrap_or(name))
         .collect();
     if let Some(processor) = TargetId::from_header(&header).map(|t| t.processor) {
         if !targets.contains(&processor.as_str()) {
@@ -2208,15 +2215,13 @@ fn load(w: &mut World, executable: u64, agent: usize, bytes: &[u8]) -> HsaStatus
         if symbol.kind != 1 || name.is_empty() {
             continue;
         }
+        let name = String::from_utf8_lossy(name).into_owned();
         // ROCr's loader registers no local symbol that is not a kernel (`STT_AMDGPU_HSA_KERNEL`, code
         // object v2), so `hsa_executable_get_symbol_by_name` cannot find a hidden global.
-        const STB_LOCAL: u8 = 0;
-        if symbol.binding == STB_LOCAL {
-            let name = String::from_utf8_lossy(name).into_owned();
+        if symbol.is_local() {
             locals.push((name, (base + symbol.value as usize) as u64, symbol.size as u32));
             continue;
         }
-        let name = String::from_utf8_lossy(name).into_owned();
         let at = symbol.value as usize;
         let kind = match name.strip_suffix(".kd") {
             Some(kernel) if symbol.size >= 64 && at + 64 <= size => SymbolKind::Kernel(Kernel {
@@ -3634,7 +3639,7 @@ mod tests {
             image.symbol(b"__llvm_libc_rpc_client").unwrap(),
             image.symbol(b"omprpc_client_object").unwrap(),
         );
-        assert_eq!(object.binding, 0, "local");
+        assert!(object.is_local());
         // SAFETY: as above.
         assert_eq!(
             unsafe { *(client as *const u64) },

@@ -466,7 +466,6 @@ unsafe extern "C" fn cu_module_load_data_ex(
         let Some(parsed) = elf::Image::parse(bytes) else {
             return sys::CUDA_ERROR_INVALID_IMAGE;
         };
-        const STB_LOCAL: u8 = 0;
         let mut loaded = Module::default();
         let mut placed = Vec::new();
         for (name, symbol) in parsed.symbols() {
@@ -483,7 +482,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
                     unsafe { std::ptr::copy_nonoverlapping(initial.as_ptr(), ptr as *mut u8, initial.len()) };
                 }
                 placed.push((symbol, ptr));
-                if symbol.binding == STB_LOCAL {
+                if symbol.is_local() {
                     loaded.local.insert(name.clone());
                 }
                 loaded.globals.insert(name, (ptr, symbol.size as usize));

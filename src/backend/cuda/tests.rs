@@ -269,7 +269,7 @@ fn a_cubin_built_with_offload_lto_gets_its_local_client_object_filled() {
         .unwrap()
         .symbol(b"omprpc_client_object")
         .unwrap();
-    assert_eq!(object.binding, 0, "local under LTO");
+    assert!(object.is_local(), "local under LTO");
     let (mut entries, _, _) = HostEntry::cuda_module_entries_of(&image);
     entries.push(client_entry());
     let loaded = core.load_image(0, 0x1000, &image, &entries).unwrap();
