@@ -77,7 +77,7 @@ if [ ! -f "$libcuda/libcuda.so.1" ]; then
 fi
 
 libhsa="$cache/libhsa"
-if [ ! -f "$libhsa/libhsa-runtime64.so.1" ]; then
+if [ ! -f "$libhsa/libhsa-runtime64.so.1" ] || [ ! -f "$libhsa/load-order" ]; then
   echo "omprpc setup: fetching Debian's HSA runtime (libhsa-runtime64-1) and the libraries it loads"
   packages="libhsa-runtime64-1 libhsakmt1 libdrm-amdgpu1 libdrm2 libnuma1 libelf1"
   download $packages
@@ -93,6 +93,9 @@ if [ ! -f "$libhsa/libhsa-runtime64.so.1" ]; then
     -exec cp -P {} "$libhsa.tmp/" \;
   # The stock AMDGPU plugin opens the unversioned name, which only the -dev package provides.
   ln -sf libhsa-runtime64.so.1 "$libhsa.tmp/libhsa-runtime64.so"
+  # What a running process (a test) loads first, by path and in this order, so that the runtime
+  # finds its dependencies by soname already loaded: the thunk last, as it needs the others.
+  printf '%s\n' libnuma.so.1 libdrm.so.2 libdrm_amdgpu.so.1 libelf.so.1 libhsakmt.so.1 >"$libhsa.tmp/load-order"
   rm -rf "$cache/libhsa-deb" "$libhsa"
   mv "$libhsa.tmp" "$libhsa"
   echo "omprpc setup: HSA runtime (no AMD GPU needed to load it) in $libhsa"

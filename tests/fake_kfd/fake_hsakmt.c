@@ -55,8 +55,11 @@
 
 enum gpu_kind { GPU_GFX90A, GPU_GFX1030 };
 
+#define MAX_GPUS 8
+
 static struct {
   enum gpu_kind gpu;
+  unsigned gpus; /* GPU nodes 1..gpus; node 0 is the CPU */
   bool distinct_gpu_addresses;
   bool verbose;
 } cfg;
@@ -69,6 +72,13 @@ static void read_config(void) {
   if (gpu != NULL && strcmp(gpu, "gfx1030") == 0) cfg.gpu = GPU_GFX1030;
   else if (gpu != NULL && gpu[0] != '\0' && strcmp(gpu, "gfx90a") != 0)
     fprintf(stderr, "fake_kfd: unknown FAKE_KFD_GPU=%s, using gfx90a\n", gpu);
+  const char *gpus = getenv("FAKE_KFD_GPUS");
+  cfg.gpus = 1;
+  if (gpus != NULL && gpus[0] != '\0') {
+    long n = strtol(gpus, NULL, 10);
+    if (n >= 1 && n <= MAX_GPUS) cfg.gpus = (unsigned)n;
+    else fprintf(stderr, "fake_kfd: FAKE_KFD_GPUS=%s is not 1 to %d, using 1\n", gpus, MAX_GPUS);
+  }
   const char *distinct = getenv("FAKE_KFD_DISTINCT_GPU_ADDRESSES");
   cfg.distinct_gpu_addresses = distinct != NULL && strcmp(distinct, "1") == 0;
   const char *verbose = getenv("FAKE_KFD_VERBOSE");
@@ -138,12 +148,14 @@ static void sleep_ns(long ns) {
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Topology: node 0 is the CPU, node 1 the GPU.
+ * Topology: node 0 is the CPU, nodes 1 to cfg.gpus the GPUs (all of one model).
  * ---------------------------------------------------------------------------------------------- */
 
-#define NUM_NODES 2
+#define MAX_NODES (1 + MAX_GPUS)
 #define CPU_NODE 0
-#define GPU_NODE 1
+
+static unsigned num_nodes(void) { return 1 + cfg.gpus; }
+static bool is_gpu_node(HSAuint32 node) { return node >= 1 && node <= cfg.gpus; }
 
 /* Apertures the GPU node reports. ROCr only stores their bases (it asserts the LDS one is not 0);
  * no memory is ever accessed there. */
@@ -191,10 +203,23 @@ EXPORT HSAKMT_STATUS hsaKmtGetVersion(HsaVersionInfo *VersionInfo) {
 
 static atomic_int kfd_open_count;
 
+EXPORT int fake_kfd_configure(const char *gpu_name, unsigned gpus, int distinct_gpu_addresses) {
+  config();
+  if (atomic_load(&kfd_open_count) > 0 || gpus < 1 || gpus > MAX_GPUS) return -1;
+  if (gpu_name != NULL) {
+    if (strcmp(gpu_name, "gfx90a") == 0) cfg.gpu = GPU_GFX90A;
+    else if (strcmp(gpu_name, "gfx1030") == 0) cfg.gpu = GPU_GFX1030;
+    else return -1;
+  }
+  cfg.gpus = gpus;
+  cfg.distinct_gpu_addresses = distinct_gpu_addresses != 0;
+  return 0;
+}
+
 EXPORT HSAKMT_STATUS hsaKmtOpenKFD(void) {
   FAIL_POINT();
   atomic_fetch_add(&kfd_open_count, 1);
-  LOG("open: %s, distinct GPU addresses %s\n", gpu()->name,
+  LOG("open: %u x %s, distinct GPU addresses %s\n", cfg.gpus, gpu()->name,
       cfg.distinct_gpu_addresses ? "on" : "off");
   return HSAKMT_STATUS_SUCCESS;
 }
@@ -223,7 +248,7 @@ EXPORT HSAKMT_STATUS hsaKmtAcquireSystemProperties(HsaSystemProperties *SystemPr
   FAIL_POINT();
   if (SystemProperties == NULL) return HSAKMT_STATUS_INVALID_PARAMETER;
   memset(SystemProperties, 0, sizeof *SystemProperties);
-  SystemProperties->NumNodes = NUM_NODES;
+  SystemProperties->NumNodes = num_nodes();
   return HSAKMT_STATUS_SUCCESS;
 }
 
@@ -241,17 +266,17 @@ EXPORT HSAKMT_STATUS hsaKmtGetNodeProperties(HSAuint32 NodeId, HsaNodeProperties
     p->NumCPUCores = cores > 0 ? (HSAuint32)cores : 1;
     p->NumMemoryBanks = 1; /* system memory */
     p->NumCaches = 1;
-    p->NumIOLinks = 1; /* to the GPU */
+    p->NumIOLinks = cfg.gpus; /* to each GPU */
     p->MaxEngineClockMhzCCompute = 3000;
     set_names(p, "Fake KFD CPU", "CPU");
     return HSAKMT_STATUS_SUCCESS;
   }
-  if (NodeId == GPU_NODE) {
+  if (is_gpu_node(NodeId)) {
     const struct gpu_model *g = gpu();
     p->NumFComputeCores = g->compute_units * g->simds_per_cu; /* nonzero: a GPU node */
     p->NumMemoryBanks = 3; /* VRAM, LDS aperture, scratch aperture */
     p->NumCaches = 2;
-    p->NumIOLinks = 1; /* to the CPU */
+    p->NumIOLinks = cfg.gpus; /* to the CPU, and to each other GPU */
     p->FComputeIdLo = 0x80000000u;
     p->Capability.ui32.DoorbellType = 2; /* 64-bit AQL doorbells: the write index is stored */
     p->Capability.ui32.QueueSizePowerOfTwo = 1;
@@ -269,10 +294,10 @@ EXPORT HSAKMT_STATUS hsaKmtGetNodeProperties(HSAuint32 NodeId, HsaNodeProperties
     p->EngineId.ui32.uCode = 1000;
     p->VendorId = 0x1002;
     p->DeviceId = g->device_id;
-    p->LocationId = 0x0300;
+    p->LocationId = 0x0300 + 0x100 * NodeId;
     p->LocalMemSize = g->vram_bytes;
     p->MaxEngineClockMhzFCompute = 1700;
-    p->DrmRenderMinor = 128;
+    p->DrmRenderMinor = 127 + (int)NodeId;
     p->uCodeEngineVersions.uCodeSDMA = 100;
     /* No SDMA engines: ROCr would try SDMA queues for host<->device copies (refused below
      * anyway); without them it uses its blit kernels, which this fake carries out. */
@@ -281,7 +306,7 @@ EXPORT HSAKMT_STATUS hsaKmtGetNodeProperties(HSAuint32 NodeId, HsaNodeProperties
     p->NumSdmaQueuesPerEngine = 0;
     p->NumCpQueues = 24;
     p->NumGws = 0; /* no cooperative queues */
-    p->UniqueID = 0xfa6e0000f00dull + (uint64_t)cfg.gpu;
+    p->UniqueID = 0xfa6e0000f00dull + ((uint64_t)cfg.gpu << 8) + NodeId;
     set_names(p, g->marketing_name, g->name);
     return HSAKMT_STATUS_SUCCESS;
   }
@@ -302,7 +327,7 @@ EXPORT HSAKMT_STATUS hsaKmtGetNodeMemoryProperties(HSAuint32 NodeId, HSAuint32 N
     banks[0].Width = 64;
     banks[0].MemoryClockMax = 3200;
     count = 1;
-  } else if (NodeId == GPU_NODE) {
+  } else if (is_gpu_node(NodeId)) {
     banks[0].HeapType = HSA_HEAPTYPE_FRAME_BUFFER_PRIVATE;
     banks[0].SizeInBytes = gpu()->vram_bytes;
     banks[0].Width = 4096;
@@ -337,7 +362,7 @@ EXPORT HSAKMT_STATUS hsaKmtGetNodeCacheProperties(HSAuint32 NodeId, HSAuint32 Pr
     caches[0].CacheType.ui32.Data = 1;
     caches[0].CacheType.ui32.CPU = 1;
     count = 1;
-  } else if (NodeId == GPU_NODE) {
+  } else if (is_gpu_node(NodeId)) {
     /* ROCr's HSA_AGENT_INFO_CACHE_SIZE asserts the GPU has data caches. */
     caches[0].CacheLevel = 1;
     caches[0].CacheSize = 16;
@@ -363,20 +388,26 @@ EXPORT HSAKMT_STATUS hsaKmtGetNodeCacheProperties(HSAuint32 NodeId, HSAuint32 Pr
 EXPORT HSAKMT_STATUS hsaKmtGetNodeIoLinkProperties(HSAuint32 NodeId, HSAuint32 NumIoLinks,
                                                    HsaIoLinkProperties *IoLinkProperties) {
   FAIL_POINT();
-  if (NodeId >= NUM_NODES) return HSAKMT_STATUS_INVALID_NODE_UNIT;
+  if (NodeId >= num_nodes()) return HSAKMT_STATUS_INVALID_NODE_UNIT;
   if (IoLinkProperties == NULL && NumIoLinks != 0) return HSAKMT_STATUS_INVALID_PARAMETER;
-  if (NumIoLinks == 0) return HSAKMT_STATUS_SUCCESS;
-  /* One PCIe link each way. Without it ROCr reports CPU memory as never accessible to the GPU
-   * (and the reverse), since it derives access from the link's hop count. */
-  HsaIoLinkProperties *l = &IoLinkProperties[0];
-  memset(l, 0, sizeof *l);
-  l->IoLinkType = HSA_IOLINKTYPE_PCIEXPRESS;
-  l->VersionMajor = 4;
-  l->NodeFrom = NodeId;
-  l->NodeTo = NodeId == CPU_NODE ? GPU_NODE : CPU_NODE;
-  l->Weight = 20;
-  l->MinimumBandwidth = 16000;
-  l->MaximumBandwidth = 32000;
+  /* The CPU has a PCIe link to each GPU and each GPU one back. Without them ROCr reports CPU
+   * memory as never accessible to a GPU (and the reverse), since it derives access from the
+   * links. GPUs are also linked to each other by XGMI, as the GCDs of an MI250 are, so that each
+   * may be given access to another's memory. */
+  HSAuint32 count = 0;
+  for (HSAuint32 to = 0; to < num_nodes() && count < NumIoLinks; to++) {
+    if (to == NodeId) continue;
+    bool cpu_side = NodeId == CPU_NODE || to == CPU_NODE;
+    HsaIoLinkProperties *l = &IoLinkProperties[count++];
+    memset(l, 0, sizeof *l);
+    l->IoLinkType = cpu_side ? HSA_IOLINKTYPE_PCIEXPRESS : HSA_IOLINK_TYPE_XGMI;
+    l->VersionMajor = cpu_side ? 4 : 2;
+    l->NodeFrom = NodeId;
+    l->NodeTo = to;
+    l->Weight = cpu_side ? 20 : 15;
+    l->MinimumBandwidth = cpu_side ? 16000 : 50000;
+    l->MaximumBandwidth = cpu_side ? 32000 : 100000;
+  }
   return HSAKMT_STATUS_SUCCESS;
 }
 
@@ -408,7 +439,7 @@ EXPORT HSAKMT_STATUS hsaKmtGetClockCounters(HSAuint32 NodeId, HsaClockCounters *
 
 EXPORT HSAKMT_STATUS hsaKmtGetTileConfig(HSAuint32 NodeId, HsaGpuTileConfig *config_out) {
   FAIL_POINT();
-  if (NodeId != GPU_NODE) return HSAKMT_STATUS_INVALID_NODE_UNIT;
+  if (!is_gpu_node(NodeId)) return HSAKMT_STATUS_INVALID_NODE_UNIT;
   if (config_out == NULL) return HSAKMT_STATUS_INVALID_PARAMETER;
   config_out->NumTileConfigs = 0;
   config_out->NumMacroTileConfigs = 0;
@@ -459,8 +490,9 @@ struct mem_obj {
   uint32_t node;
   int registrations; /* registered user memory: hsaKmtRegisterMemory* calls not yet undone */
   uint32_t nmapped;
-  uint32_t mapped_nodes[NUM_NODES];
-  uint32_t registered_nodes[NUM_NODES];
+  uint32_t mapped_nodes[MAX_NODES];
+  uint32_t nregistered;
+  uint32_t registered_nodes[MAX_NODES];
   void *user_data;
 };
 
@@ -548,7 +580,7 @@ EXPORT HSAKMT_STATUS hsaKmtAllocMemory(HSAuint32 PreferredNode, HSAuint64 SizeIn
                                        HsaMemFlags MemFlags, void **MemoryAddress) {
   FAIL_POINT();
   if (MemoryAddress == NULL || SizeInBytes == 0) return HSAKMT_STATUS_INVALID_PARAMETER;
-  if (PreferredNode >= NUM_NODES) return HSAKMT_STATUS_INVALID_NODE_UNIT;
+  if (PreferredNode >= num_nodes()) return HSAKMT_STATUS_INVALID_NODE_UNIT;
   uint64_t page = 4096;
   if (SizeInBytes % page != 0) return HSAKMT_STATUS_INVALID_PARAMETER;
   /* Large allocations are 2 MiB aligned like the real thunk's (ROCr's 2 MiB VRAM blocks). */
@@ -637,10 +669,10 @@ static HSAKMT_STATUS map_to_nodes(void *MemoryAddress, HSAuint64 *AlternateVAGPU
   /* Mapping is bookkeeping only: which nodes pointer info reports. */
   o->nmapped = 0;
   if (NodeArray == NULL) {
-    o->mapped_nodes[o->nmapped++] = GPU_NODE;
+    for (HSAuint32 n = 1; n <= cfg.gpus; n++) o->mapped_nodes[o->nmapped++] = n;
   } else {
-    for (HSAuint64 i = 0; i < NumberOfNodes && o->nmapped < NUM_NODES; i++)
-      if (NodeArray[i] < NUM_NODES) o->mapped_nodes[o->nmapped++] = NodeArray[i];
+    for (HSAuint64 i = 0; i < NumberOfNodes && o->nmapped < MAX_NODES; i++)
+      if (NodeArray[i] < num_nodes()) o->mapped_nodes[o->nmapped++] = NodeArray[i];
   }
   /* The GPU address of MemoryAddress. ROCr uses a nonzero one as the agent's pointer to locked
    * memory; it equals MemoryAddress except in the distinct-address mode. */
@@ -709,7 +741,7 @@ EXPORT HSAKMT_STATUS hsaKmtRegisterMemoryWithFlags(void *MemoryAddress, HSAuint6
   o->flags = MemFlags;
   o->node = CPU_NODE;
   o->registrations = 1;
-  o->registered_nodes[0] = GPU_NODE;
+  for (HSAuint32 n = 1; n <= cfg.gpus; n++) o->registered_nodes[o->nregistered++] = n;
   if (cfg.distinct_gpu_addresses) {
     if (alias_base == NULL) {
       void *r = mmap(NULL, ALIAS_RANGE_SIZE, PROT_NONE,
@@ -761,7 +793,7 @@ EXPORT HSAKMT_STATUS hsaKmtQueryPointerInfo(const void *Pointer, HsaPointerInfo 
   PointerInfo->CPUAddress = (void *)(uintptr_t)o->cpu;
   PointerInfo->GPUAddress = o->gpu;
   PointerInfo->SizeInBytes = o->size;
-  PointerInfo->NRegisteredNodes = o->type == HSA_POINTER_REGISTERED_USER ? 1 : 0;
+  PointerInfo->NRegisteredNodes = o->type == HSA_POINTER_REGISTERED_USER ? o->nregistered : 0;
   PointerInfo->RegisteredNodes = o->registered_nodes;
   PointerInfo->NMappedNodes = o->nmapped;
   PointerInfo->MappedNodes = o->mapped_nodes; /* ROCr copies these under its own lock */
@@ -854,6 +886,8 @@ struct fake_event {
   HsaEvent ev; /* first member: ROCr sees a HsaEvent* */
   bool manual_reset;
   bool signaled;
+  uint64_t generation; /* sets so far: a waiter that saw it change was woken */
+  unsigned waiters;    /* threads waiting on it now */
 };
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -916,8 +950,12 @@ EXPORT HSAKMT_STATUS hsaKmtDestroyEvent(HsaEvent *Event) {
   return HSAKMT_STATUS_SUCCESS;
 }
 
+/* As the KFD does: setting an event wakes every thread waiting on it then; an auto-reset event
+ * stays set only when nobody was waiting (several ROCr threads wait on one queue event at once,
+ * its async-handler thread and a queue's destructor among them). */
 static void set_event_locked(struct fake_event *e) {
-  e->signaled = true;
+  e->generation++;
+  if (e->manual_reset || e->waiters == 0) e->signaled = true;
   pthread_cond_broadcast(&ev_cond);
 }
 
@@ -950,13 +988,23 @@ EXPORT HSAKMT_STATUS hsaKmtWaitOnMultipleEvents(HsaEvent *Events[], HSAuint32 Nu
   deadline.tv_sec += (time_t)(Milliseconds / 1000) + (time_t)(ns / 1000000000u);
   deadline.tv_nsec = (long)(ns % 1000000000u);
 
+  uint64_t seen[64], *generations = NumEvents <= 64 ? seen : calloc(NumEvents, sizeof *generations);
+  if (generations == NULL) return HSAKMT_STATUS_NO_MEMORY;
   HSAKMT_STATUS st = HSAKMT_STATUS_WAIT_TIMEOUT;
   pthread_mutex_lock(&ev_lock);
   ev_init_locked();
+  for (HSAuint32 i = 0; i < NumEvents; i++) {
+    struct fake_event *e = (struct fake_event *)Events[i];
+    if (e == NULL) continue;
+    generations[i] = e->generation;
+    e->waiters++;
+  }
   for (;;) {
     HSAuint32 signaled = 0;
-    for (HSAuint32 i = 0; i < NumEvents; i++)
-      if (Events[i] != NULL && ((struct fake_event *)Events[i])->signaled) signaled++;
+    for (HSAuint32 i = 0; i < NumEvents; i++) {
+      struct fake_event *e = (struct fake_event *)Events[i];
+      if (e != NULL && (e->signaled || e->generation != generations[i])) signaled++;
+    }
     if (WaitOnAll ? signaled == NumEvents : signaled > 0) {
       /* Auto-reset events are consumed by the wait that saw them. */
       for (HSAuint32 i = 0; i < NumEvents; i++) {
@@ -972,7 +1020,10 @@ EXPORT HSAKMT_STATUS hsaKmtWaitOnMultipleEvents(HsaEvent *Events[], HSAuint32 Nu
                  : pthread_cond_timedwait(&ev_cond, &ev_lock, &deadline);
     if (rc == ETIMEDOUT) break;
   }
+  for (HSAuint32 i = 0; i < NumEvents; i++)
+    if (Events[i] != NULL) ((struct fake_event *)Events[i])->waiters--;
   pthread_mutex_unlock(&ev_lock);
+  if (generations != seen) free(generations);
   return st;
 }
 
@@ -1130,6 +1181,8 @@ enum {
 
 struct fake_queue {
   uint64_t id;
+  uint32_t node;
+  uint8_t *amd_queue; /* ROCr's amd_queue_t, found from the read pointer it passed */
   uint8_t *ring;
   uint64_t slots;
   _Atomic uint64_t *read_index;  /* ROCr's amd_queue_t.read_dispatch_id */
@@ -1137,8 +1190,19 @@ struct fake_queue {
   _Atomic uint64_t *doorbell;    /* a page of ours */
   pthread_t thread;
   atomic_bool stop;
+  bool faulted; /* a kernel faulted: the queue is inactive and consumes nothing more */
   struct fake_queue *next;
 };
+
+/* amd_queue_t (amd_hsa_queue.h): write_dispatch_id at 56, read_dispatch_id at 128,
+ * queue_inactive_signal at 192. */
+#define AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET 56
+#define AMD_QUEUE_READ_DISPATCH_ID_OFFSET 128
+#define AMD_QUEUE_INACTIVE_SIGNAL_OFFSET 192
+
+static atomic_bool held;
+
+EXPORT void fake_kfd_hold(int on) { atomic_store(&held, on != 0); }
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_queue *queues;
@@ -1193,8 +1257,28 @@ static bool barrier_or_ready(const uint8_t *pkt) {
   return !any;
 }
 
-static void run_dispatch(struct fake_queue *q, const uint8_t *pkt) {
-  uint32_t workgroup_x = (uint32_t)(pkt[4] | (pkt[5] << 8));
+/* What the command processor does when a wave reports an error: the queue goes inactive, and
+ * its inactive signal (an interrupt signal ROCr waits on) takes the error bits, which ROCr's
+ * queue error handler turns into a status for the queue's callback (AqlQueue::
+ * DynamicScratchHandler: 0x80000000, a debug trap, is HSA_STATUS_ERROR_EXCEPTION). */
+static void fault_queue(struct fake_queue *q, int64_t error_bits) {
+  q->faulted = true;
+  uint64_t signal = q->amd_queue ? rd64(q->amd_queue + AMD_QUEUE_INACTIVE_SIGNAL_OFFSET) : 0;
+  LOG("queue %llu: fault 0x%llx, inactive signal 0x%llx\n", (unsigned long long)q->id,
+      (unsigned long long)error_bits, (unsigned long long)signal);
+  if (signal == 0) return;
+  uint8_t *sig = (uint8_t *)(uintptr_t)signal;
+  atomic_store((_Atomic int64_t *)(sig + SIGNAL_VALUE_OFFSET), error_bits);
+  uint64_t mailbox_ptr = rd64(sig + SIGNAL_MAILBOX_OFFSET);
+  uint32_t event_id = rd32(sig + SIGNAL_EVENT_ID_OFFSET);
+  if (mailbox_ptr != 0) {
+    atomic_store((_Atomic uint64_t *)(uintptr_t)mailbox_ptr, (uint64_t)event_id);
+    raise_event_id(event_id);
+  }
+}
+
+/* Runs a dispatch; false when its kernel faulted (the packet does not complete). */
+static bool run_dispatch(struct fake_queue *q, const uint8_t *pkt) {
   uint32_t grid_x = rd32(pkt + 12);
   uint64_t kernel_object = rd64(pkt + 32);
   uint64_t kernarg = rd64(pkt + 40);
@@ -1202,10 +1286,14 @@ static void run_dispatch(struct fake_queue *q, const uint8_t *pkt) {
   fake_kfd_kernel_body body;
   void *ctx;
   if (find_kernel(kernel_object, &body, &ctx)) {
-    LOG("queue %llu: kernel 0x%llx grid %u workgroup %u -> host body\n",
-        (unsigned long long)q->id, (unsigned long long)kernel_object, grid_x, workgroup_x);
-    body(ctx, host_address(kernarg), grid_x, workgroup_x);
-    return;
+    LOG("queue %llu: kernel 0x%llx grid %u -> host body\n", (unsigned long long)q->id,
+        (unsigned long long)kernel_object, grid_x);
+    int64_t error_bits = body(ctx, pkt, host_address(kernarg));
+    if (error_bits != 0) {
+      fault_queue(q, error_bits);
+      return false;
+    }
+    return true;
   }
   /* Only memory the fake handed out or registered is read: a bad kernel object is counted as an
    * unregistered kernel rather than crashing the command processor. */
@@ -1214,11 +1302,12 @@ static void run_dispatch(struct fake_queue *q, const uint8_t *pkt) {
   if (blit != BLIT_NONE) {
     run_blit(blit, host_address(kernarg));
     atomic_fetch_add(&blit_dispatches, 1);
-    return;
+    return true;
   }
   LOG("queue %llu: kernel 0x%llx grid %u not registered, completing without running\n",
       (unsigned long long)q->id, (unsigned long long)kernel_object, grid_x);
   atomic_fetch_add(&unregistered_dispatches, 1);
+  return true;
 }
 
 /* The command processor of one queue: consumes packets up to the doorbell's write index. */
@@ -1228,7 +1317,7 @@ static void *command_processor(void *arg) {
   while (!atomic_load(&q->stop)) {
     uint64_t rung = atomic_load(q->doorbell);
     uint64_t read = atomic_load(q->read_index);
-    if (rung == DOORBELL_NOT_RUNG || read > rung) {
+    if (rung == DOORBELL_NOT_RUNG || read > rung || q->faulted || atomic_load(&held)) {
       /* Nothing rung: spin briefly after activity, then poll gently. */
       if (++idle < 2000) sched_yield();
       else sleep_ns(100000);
@@ -1247,7 +1336,7 @@ static void *command_processor(void *arg) {
     bool done = true;
     switch (type) {
       case PKT_KERNEL_DISPATCH:
-        run_dispatch(q, pkt);
+        done = run_dispatch(q, pkt);
         break;
       case PKT_BARRIER_AND:
         done = wait_until(q, barrier_and_ready, pkt);
@@ -1264,7 +1353,7 @@ static void *command_processor(void *arg) {
          * anything else: nothing to do on coherent host memory. */
         break;
     }
-    if (!done) break;
+    if (!done) continue; /* stopping, or the queue faulted */
     atomic_thread_fence(memory_order_seq_cst);
     uint64_t signal = rd64(pkt + 56);
     /* Release the slot and advance the read index before completing the signal, as a waiter
@@ -1284,7 +1373,7 @@ EXPORT HSAKMT_STATUS hsaKmtCreateQueue(HSAuint32 NodeId, HSA_QUEUE_TYPE Type,
   (void)QueuePercentage;
   (void)Priority;
   (void)Event;
-  if (NodeId != GPU_NODE) return HSAKMT_STATUS_INVALID_NODE_UNIT;
+  if (!is_gpu_node(NodeId)) return HSAKMT_STATUS_INVALID_NODE_UNIT;
   if (QueueResource == NULL || QueueAddress == NULL) return HSAKMT_STATUS_INVALID_PARAMETER;
   if (Type != HSA_QUEUE_COMPUTE_AQL) {
     /* SDMA queues are refused: ROCr then copies with its blit kernels on AQL queues. */
@@ -1301,6 +1390,12 @@ EXPORT HSAKMT_STATUS hsaKmtCreateQueue(HSAuint32 NodeId, HSA_QUEUE_TYPE Type,
   if (page == MAP_FAILED) {
     free(q);
     return HSAKMT_STATUS_NO_MEMORY;
+  }
+  q->node = NodeId;
+  q->amd_queue = (uint8_t *)QueueResource->Queue_read_ptr_aql - AMD_QUEUE_READ_DISPATCH_ID_OFFSET;
+  if ((uint8_t *)QueueResource->Queue_write_ptr_aql != q->amd_queue + AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET) {
+    LOG("queue pointers are not those of an amd_queue_t: faults cannot be reported\n");
+    q->amd_queue = NULL;
   }
   q->ring = QueueAddress;
   q->slots = QueueSizeInBytes / AQL_PACKET_SIZE;

@@ -16,10 +16,12 @@ extern "C" {
 #endif
 
 /* A host function standing in for a device kernel. It runs on the fake command processor's thread
- * (one thread per queue) once per dispatch packet, not once per work-item: `kernarg` is the
- * packet's kernarg_address, `grid_size_x` and `workgroup_size_x` are the packet's. */
-typedef void (*fake_kfd_kernel_body)(void *ctx, const void *kernarg, uint32_t grid_size_x,
-                                     uint32_t workgroup_size_x);
+ * (one thread per queue) once per dispatch packet, not once per work-item: `packet` is the
+ * 64-byte hsa_kernel_dispatch_packet_t in the queue, `kernarg` the host address of its
+ * kernarg_address. It returns 0, or the error bits of a fault (0x80000000: a trap, which ROCr
+ * reports to the queue's callback as HSA_STATUS_ERROR_EXCEPTION); a faulting dispatch does not
+ * complete, and its queue runs nothing more. */
+typedef int64_t (*fake_kfd_kernel_body)(void *ctx, const void *packet, const void *kernarg);
 
 /* Registers `body` for dispatches whose kernel_object is `kernel_object` (as returned by
  * hsa_executable_symbol_get_info(..., HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, ...)).
@@ -36,6 +38,14 @@ uint64_t fake_kfd_blits(void);
 /* The next call of the thunk function with this name (e.g. "hsaKmtAllocMemory") returns
  * HSAKMT_STATUS_ERROR. Several names may be armed at once; each fires once. */
 void fake_kfd_fail_next(const char *thunk_function_name);
+
+/* Chooses the GPUs the next hsaKmtOpenKFD presents (overriding FAKE_KFD_GPU, FAKE_KFD_GPUS and
+ * FAKE_KFD_DISTINCT_GPU_ADDRESSES): `gpus` GPUs (1 to 8) of model `gpu` ("gfx90a" or "gfx1030";
+ * NULL keeps the model). Returns 0, or -1 while the driver is open or for a bad argument. */
+int fake_kfd_configure(const char *gpu, unsigned gpus, int distinct_gpu_addresses);
+
+/* While `on`, no queue consumes packets: work stays queued, as behind a busy GPU. */
+void fake_kfd_hold(int on);
 
 /* The host address behind a GPU virtual address. It is the address itself except in the
  * FAKE_KFD_DISTINCT_GPU_ADDRESSES=1 mode, where registered (locked) host memory gets GPU addresses

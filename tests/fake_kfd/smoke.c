@@ -207,12 +207,14 @@ struct body_record {
   uint64_t first_arg;
 };
 
-static void kernel_body(void *ctx, const void *kernarg, uint32_t grid, uint32_t workgroup) {
+static int64_t kernel_body(void *ctx, const void *packet, const void *kernarg) {
+  const hsa_kernel_dispatch_packet_t *p = packet;
   struct body_record *r = ctx;
   r->calls++;
-  r->grid = grid;
-  r->workgroup = workgroup;
+  r->grid = p->grid_size_x;
+  r->workgroup = p->workgroup_size_x;
   memcpy(&r->first_arg, kernarg, sizeof r->first_arg);
+  return 0;
 }
 
 static void fill_pattern(unsigned char *p, size_t n, unsigned seed) {

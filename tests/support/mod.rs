@@ -89,13 +89,8 @@ pub fn real_libhsa_dir() -> PathBuf {
 /// `libhsakmt.so.1` among them, real or fake), so that the runtime finds these when the plugin opens
 /// it, and never the system's. They stay loaded for the test process's life.
 pub fn load_hsa_runtime_dependencies(dir: &Path) {
-    for dependency in [
-        "libnuma.so.1",
-        "libdrm.so.2",
-        "libdrm_amdgpu.so.1",
-        "libelf.so.1",
-        "libhsakmt.so.1",
-    ] {
+    let order = std::fs::read_to_string(dir.join("load-order")).expect("the fake driver's load-order file");
+    for dependency in order.lines() {
         // SAFETY: loading these libraries runs their initialisers, which have no preconditions.
         let library = unsafe {
             libloading::os::unix::Library::open(Some(dir.join(dependency)), libc::RTLD_NOW | libc::RTLD_GLOBAL)

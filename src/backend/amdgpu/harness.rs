@@ -92,33 +92,47 @@ pub(crate) struct AmdgpuHarness<G: SimulatedGpu = Mi250> {
     _gpu: std::marker::PhantomData<G>,
 }
 
-impl<G: SimulatedGpu> AmdgpuHarness<G> {
-    /// The operation of the `index`th logged call, `call`.
-    fn op_of(world: &simulated::World, index: usize, call: &str) -> Op {
-        match call {
-            "hsa_amd_memory_pool_allocate" | "hsa_amd_memory_pool_free" => {
-                let allocate = call.ends_with("allocate");
-                match world.pool_calls.get(&index) {
-                    Some(PoolUse::Device) if allocate => Op::AllocDevice,
-                    Some(PoolUse::Device) => Op::FreeDevice,
-                    Some(PoolUse::Host) if allocate => Op::AllocHost,
-                    Some(PoolUse::Host) => Op::FreeHost,
-                    // Kernel arguments, and calls refused before a pool was named.
-                    _ => Op::Other,
-                }
-            }
-            "hsa_amd_memory_async_copy" => match world.copy_calls.get(&index) {
-                Some(CopyKind::HostToDevice) => Op::CopyToDevice,
-                Some(CopyKind::DeviceToHost) => Op::CopyToHost,
-                Some(CopyKind::DeviceToDevice) => Op::CopyDeviceToDevice,
-                Some(CopyKind::PeerToPeer) => Op::CopyPeer,
+/// The operation a logged runtime `call` was part of, given the pool it allocated from or freed to
+/// and the memory it copied between, where it did either (pool calls and copies make several
+/// operations each). Shared by the harnesses over the simulated and the real runtime.
+pub(super) fn op_of_call(call: &str, pool: Option<PoolUse>, copy: Option<CopyKind>) -> Op {
+    match call {
+        "hsa_amd_memory_pool_allocate" | "hsa_amd_memory_pool_free" => {
+            let allocate = call.ends_with("allocate");
+            match pool {
+                Some(PoolUse::Device) if allocate => Op::AllocDevice,
+                Some(PoolUse::Device) => Op::FreeDevice,
+                Some(PoolUse::Host) if allocate => Op::AllocHost,
+                Some(PoolUse::Host) => Op::FreeHost,
+                // Kernel arguments, and calls refused before a pool was named.
                 _ => Op::Other,
-            },
-            // Parts of an allocation or a copy that the calls above already count.
-            "hsa_amd_signal_async_handler" | "hsa_amd_agents_allow_access" => Op::Other,
-            _ => CALLS.iter().find(|(c, _)| *c == call).map_or(Op::Other, |&(_, op)| op),
+            }
         }
+        "hsa_amd_memory_async_copy" => match copy {
+            Some(CopyKind::HostToDevice) => Op::CopyToDevice,
+            Some(CopyKind::DeviceToHost) => Op::CopyToHost,
+            Some(CopyKind::DeviceToDevice) => Op::CopyDeviceToDevice,
+            Some(CopyKind::PeerToPeer) => Op::CopyPeer,
+            _ => Op::Other,
+        },
+        // Parts of an allocation or a copy that the calls above already count.
+        "hsa_amd_signal_async_handler" | "hsa_amd_agents_allow_access" => Op::Other,
+        _ => CALLS.iter().find(|(c, _)| *c == call).map_or(Op::Other, |&(_, op)| op),
     }
+}
+
+/// The runtime's entry points that make up `op` (see [`CALLS`]).
+pub(super) fn driver_calls_of(op: Op) -> Vec<&'static str> {
+    let mut calls: Vec<&'static str> = CALLS.iter().filter(|(_, o)| *o == op).map(|&(c, _)| c).collect();
+    if op == Op::CopyDeviceToDevice {
+        calls.push("hsa_amd_memory_async_copy");
+    }
+    calls
+}
+
+/// What the error of a failed `call` says: its name and the status the harnesses make it return.
+pub(super) fn failure_text_of(call: &str) -> Vec<String> {
+    vec![call.to_string(), "HSA_STATUS_ERROR (0x1000)".into()]
 }
 
 impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
@@ -165,7 +179,13 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
             .log
             .iter()
             .enumerate()
-            .map(|(i, call)| Self::op_of(world, i, call))
+            .map(|(i, call)| {
+                op_of_call(
+                    call,
+                    world.pool_calls.get(&i).copied(),
+                    world.copy_calls.get(&i).copied(),
+                )
+            })
             .collect()
     }
 
@@ -179,11 +199,7 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
     }
 
     fn driver_calls(op: Op) -> Vec<&'static str> {
-        let mut calls: Vec<&'static str> = CALLS.iter().filter(|(_, o)| *o == op).map(|&(c, _)| c).collect();
-        if op == Op::CopyDeviceToDevice {
-            calls.push("hsa_amd_memory_async_copy");
-        }
-        calls
+        driver_calls_of(op)
     }
 
     fn fail_call(&self, call: &'static str) {
@@ -191,7 +207,7 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
     }
 
     fn failure_text(call: &str) -> Vec<String> {
-        vec![call.to_string(), "HSA_STATUS_ERROR (0x1000)".into()]
+        failure_text_of(call)
     }
 
     fn live(&self) -> Live {

@@ -18,6 +18,8 @@ pub mod device;
 pub(crate) mod harness;
 pub mod memory;
 pub mod queue;
+#[cfg(test)]
+pub(crate) mod rocr_harness;
 pub mod runtime;
 #[cfg(test)]
 pub(crate) mod simulated;

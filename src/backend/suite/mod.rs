@@ -5,7 +5,8 @@
 //!
 //! A backend plugs in by implementing [`Harness`] over its simulated driver (the CUDA backend's is in
 //! `cuda/harness.rs`, the AMDGPU backend's in `amdgpu/harness.rs`, the fake backend's in
-//! `plugin/tests.rs`) and instantiating the suite with
+//! `plugin/tests.rs`; the AMDGPU backend's over the real HSA runtime on a fake kernel driver in
+//! `amdgpu/rocr_harness.rs`) and instantiating the suite with
 //! [`backend_suite!`](crate::backend_suite): `backend_suite!(cuda, CudaHarness);` makes one `#[test]` per
 //! suite test in a module `suite::cuda`, so that `cargo test --lib suite::cuda::` runs them all.
 //! Everything the suite cannot say without naming the driver (which calls an operation makes, what a
@@ -1170,9 +1171,9 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
 #[macro_export]
 #[doc(hidden)]
 macro_rules! backend_suite {
-    ($name:ident, $harness:ty) => {
+    ($name:ident, $harness:ty $(, $runner:ident)?) => {
         mod $name {
-            $crate::backend_suite!(@tests $harness;
+            $crate::backend_suite!(@tests $harness $(, $runner)?;
                 initial_queues_and_events_are_made_per_device,
                 async_copies_run_in_queue_order_once_synchronised,
                 launches_pass_arguments_by_value_with_the_stock_geometry,
@@ -1189,7 +1190,7 @@ macro_rules! backend_suite {
                 a_failed_query_releases_the_queue,
             );
             #[cfg(feature = "rpc")]
-            $crate::backend_suite!(@tests $harness;
+            $crate::backend_suite!(@tests $harness $(, $runner)?;
                 host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory,
             );
         }
@@ -1202,6 +1203,53 @@ macro_rules! backend_suite {
             }
         )*
     };
+    (@tests $harness:ty, in_own_process; $($test:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                $crate::backend::suite::in_own_process(
+                    concat!(module_path!(), "::", stringify!($test)),
+                    $crate::backend::suite::$test::<$harness>,
+                );
+            }
+        )*
+    };
+}
+
+/// Runs the test at module path `path` (`crate::backend::suite::<harness>::<test>`) as `test` in a
+/// process of its own: this test binary started again to run that test alone. For harnesses over a
+/// driver loaded into the process for good, whose libraries must not meet those other tests load
+/// under the same names (the real HSA runtime over the fake kernel driver, and the real thunk).
+pub(crate) fn in_own_process(path: &str, test: fn()) {
+    const CHILD: &str = "OMPRPC_SUITE_TEST_IN_OWN_PROCESS";
+    let name = path.split_once("::").map_or(path, |(_, rest)| rest);
+    if std::env::var(CHILD).as_deref() == Ok(name) {
+        return test();
+    }
+    let child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, name)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the test binary starts again");
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    let limit = std::time::Duration::from_secs(300);
+    let Ok(output) = finished.recv_timeout(limit) else {
+        // SAFETY: kill has no memory preconditions; `pid` is the child, not yet waited for.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        panic!("{name} did not finish within {limit:?} in its own process");
+    };
+    let output = output.expect("the child's output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{name} in its own process: {}\n{stdout}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 // The harnesses, each beside the backend it drives; `suite::<name>::` runs the suite on one.
@@ -1214,4 +1262,16 @@ crate::backend_suite!(
 crate::backend_suite!(
     amdgpu_wave32,
     crate::backend::amdgpu::harness::AmdgpuHarness<crate::backend::amdgpu::harness::Rx6900>
+);
+// The AMDGPU backend on Debian's real HSA runtime over the fake kernel driver of tests/fake_kfd, each
+// test in a process of its own.
+crate::backend_suite!(
+    amdgpu_rocr,
+    crate::backend::amdgpu::rocr_harness::RocrHarness<crate::backend::amdgpu::harness::Mi250>,
+    in_own_process
+);
+crate::backend_suite!(
+    amdgpu_rocr_wave32,
+    crate::backend::amdgpu::rocr_harness::RocrHarness<crate::backend::amdgpu::harness::Rx6900>,
+    in_own_process
 );

@@ -1,0 +1,884 @@
+//! The backend test suite's harness over Debian's *real* HSA runtime (ROCr 5.2.3) on the fake kernel
+//! driver of `tests/fake_kfd/` (built by `scripts/build-fake-kfd.sh`), with the code objects the
+//! simulated harness runs: gfx90a GPUs (wave64) or gfx1030 GPUs (wave32), one per device.
+//!
+//! Everything the runtime does is its own: agents, pools, loading and freezing code objects (with
+//! its blit kernels, which the fake carries out), symbol lookups, queues, signals, interrupts and
+//! queue errors. What the suite must see or steer in terms of runtime calls (the call log, a call
+//! failing once, what is still held, a memory limit) comes from a thin recording layer between the
+//! backend and the runtime: each recorded entry point logs its call and forwards it unchanged, or
+//! fails it without reaching the runtime. Kernels run as host bodies on the fake driver's command
+//! processor threads, called with the dispatch packet the backend wrote.
+//!
+//! Each test runs in a process of its own ([`in_own_process`](crate::backend::suite::in_own_process)):
+//! the runtime and the fake thunk stay loaded under the sonames that other tests load the real ones
+//! by. Within a process, tests that start the harness several times get a fresh runtime each time
+//! (ROCr initialises again after `hsa_shut_down`) over freshly configured fake GPUs.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex, MutexGuard, OnceLock};
+
+use super::harness::{driver_calls_of, failure_text_of, op_of_call, Mi250, SimulatedGpu};
+use super::runtime::{Api, Runtime};
+use super::simulated::{CopyKind, PoolUse};
+use super::sys::{
+    self, device_type, pointer_type, pool_global_flag, symbol_info, HsaAgent, HsaCodeObjectReader, HsaExecutable,
+    HsaExecutableSymbol, HsaLoadedCodeObject, HsaMemoryPool, HsaQueue, HsaSignal, HsaSignalValue, HsaStatus,
+    PointerInfo, QueueErrorCallback, SignalHandler, HSA_STATUS_ERROR, HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+    HSA_STATUS_SUCCESS,
+};
+use super::tests::code_object;
+use super::AmdgpuBackend;
+use crate::backend::gpu::library::Opened;
+use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
+use crate::plugin::{Core, PluginApi};
+use crate::util::config::Config;
+
+/// A kernel's host body as the fake driver calls it (`fake_kfd_kernel_body` in `fake_kfd.h`).
+type FakeKernelBody = unsafe extern "C" fn(ctx: *mut c_void, packet: *const u8, kernarg: *const u8) -> i64;
+
+/// The fake driver's test hooks (`tests/fake_kfd/fake_kfd.h`).
+struct FakeDriver {
+    configure: unsafe extern "C" fn(gpu: *const c_char, gpus: u32, distinct_gpu_addresses: c_int) -> c_int,
+    hold: unsafe extern "C" fn(on: c_int),
+    set_kernel: unsafe extern "C" fn(kernel_object: u64, body: Option<FakeKernelBody>, ctx: *mut c_void) -> c_int,
+}
+
+/// The real runtime over the fake driver, opened once per process.
+struct Rocr {
+    /// The runtime's own entry points.
+    real: &'static Runtime,
+    /// The same, with the recorded entry points in place: what the backend is given.
+    recorded: &'static Runtime,
+    fake: FakeDriver,
+}
+
+static ROCR: OnceLock<Rocr> = OnceLock::new();
+
+/// One test at a time: the runtime and the fake driver are the process's.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn rocr() -> &'static Rocr {
+    ROCR.get_or_init(open_rocr)
+}
+
+fn real() -> &'static sys::Functions {
+    &rocr().real.functions
+}
+
+/// Builds the fake driver beside links to the real runtime, loads them (the fake in place of the real
+/// thunk) and resolves the runtime and the fake's hooks.
+fn open_rocr() -> Rocr {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target/fake-kfd");
+    // Test processes build and load the fake one at a time: a build replaces the links being loaded.
+    std::fs::create_dir_all(root.join("target")).expect("the target directory");
+    let lock = std::fs::File::create(root.join("target/fake-kfd.lock")).expect("the fake driver's lock file");
+    // SAFETY: flock on an open descriptor has no memory preconditions; closing `lock` releases it.
+    let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+    assert_eq!(locked, 0, "the fake driver's lock: {}", std::io::Error::last_os_error());
+    let out = std::process::Command::new("sh")
+        .arg(root.join("scripts/build-fake-kfd.sh"))
+        .arg(&dir)
+        .output()
+        .expect("sh");
+    assert!(
+        out.status.success(),
+        "scripts/build-fake-kfd.sh failed: {} (install what it needs with: sudo sh scripts/setup-debian.sh)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let open = |name: &str, flags: c_int| {
+        // SAFETY: these libraries' initialisers have no preconditions; they stay loaded for the life of
+        // the process (the handles are leaked), so the entry points resolved below stay valid.
+        let library = unsafe { libloading::os::unix::Library::open(Some(dir.join(name)), flags) }
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        &*Box::leak(Box::new(library))
+    };
+    let order = std::fs::read_to_string(dir.join("load-order")).expect("the fake driver's load-order file");
+    for dependency in order.lines() {
+        open(dependency, libc::RTLD_NOW | libc::RTLD_GLOBAL);
+    }
+    let runtime = open("libhsa-runtime64.so.1", libc::RTLD_NOW);
+    let real = sys::resolve(runtime).unwrap_or_else(|missing| panic!("the HSA runtime lacks {missing}"));
+    let thunk = open("libhsakmt.so.1", libc::RTLD_NOW);
+    /// A hook of the fake driver, as the function type of its declaration in fake_kfd.h.
+    fn hook<T: Copy>(thunk: &libloading::os::unix::Library, name: &[u8]) -> T {
+        // SAFETY: every caller names a hook whose C signature is `T` (the field it fills).
+        let symbol = unsafe { thunk.get::<T>(name) };
+        *symbol.unwrap_or_else(|e| panic!("the fake driver lacks a hook: {e}"))
+    }
+    let fake = FakeDriver {
+        configure: hook(thunk, b"fake_kfd_configure\0"),
+        hold: hook(thunk, b"fake_kfd_hold\0"),
+        set_kernel: hook(thunk, b"fake_kfd_set_kernel\0"),
+    };
+    drop(lock);
+    let mut recorded = real;
+    recorded.hsa_queue_create = queue_create;
+    recorded.hsa_queue_destroy = queue_destroy;
+    recorded.hsa_amd_signal_create = signal_create;
+    recorded.hsa_signal_destroy = signal_destroy;
+    recorded.hsa_code_object_reader_create_from_memory = reader_create;
+    recorded.hsa_code_object_reader_destroy = reader_destroy;
+    recorded.hsa_executable_create_alt = executable_create;
+    recorded.hsa_executable_load_agent_code_object = executable_load;
+    recorded.hsa_executable_freeze = executable_freeze;
+    recorded.hsa_executable_validate = executable_validate;
+    recorded.hsa_executable_destroy = executable_destroy;
+    recorded.hsa_executable_get_symbol_by_name = symbol_by_name;
+    recorded.hsa_executable_symbol_get_info = symbol_info;
+    recorded.hsa_amd_memory_pool_allocate = pool_allocate;
+    recorded.hsa_amd_memory_pool_free = pool_free;
+    recorded.hsa_amd_agents_allow_access = allow_access;
+    recorded.hsa_amd_memory_lock = memory_lock;
+    recorded.hsa_amd_memory_unlock = memory_unlock;
+    recorded.hsa_amd_memory_async_copy = async_copy;
+    recorded.hsa_amd_signal_async_handler = async_handler;
+    let name = "libhsa-runtime64.so.1 (ROCr over the fake kernel driver)".to_string();
+    Rocr {
+        real: Box::leak(Box::new(Opened {
+            functions: real,
+            library: name.clone(),
+        })),
+        recorded: Box::leak(Box::new(Opened {
+            functions: recorded,
+            library: name,
+        })),
+        fake,
+    }
+}
+
+/// What the recording layer saw in the current test.
+#[derive(Default)]
+struct Record {
+    /// Every recorded call, in order.
+    log: Vec<&'static str>,
+    /// The pool a logged allocation or free (by log index) was about.
+    pool_calls: HashMap<usize, PoolUse>,
+    /// The memory a logged copy (by log index) moved between.
+    copy_calls: HashMap<usize, CopyKind>,
+    /// Entry points whose next call fails.
+    fail: Vec<&'static str>,
+    /// Pool blocks held: address → size and pool.
+    blocks: HashMap<usize, (usize, PoolUse)>,
+    /// Locked host ranges: address → locks not undone.
+    locked: HashMap<usize, usize>,
+    executables: HashSet<u64>,
+    readers: HashSet<u64>,
+    queues: HashSet<usize>,
+    signals: HashSet<u64>,
+    /// Symbols looked up: handle → name.
+    symbols: HashMap<u64, String>,
+    /// Variables whose address was asked: name → address.
+    variables: HashMap<String, usize>,
+    /// Kernels whose code object was asked: code object → name and static group segment size.
+    kernels: HashMap<u64, (String, u32)>,
+    /// Host bodies by kernel name, with how many argument words each is given.
+    bodies: HashMap<String, (usize, KernelBody)>,
+    /// Kernels that fault when they run.
+    faulting: HashSet<String>,
+    launches: Vec<SeenLaunch>,
+    /// The agents' pools, by kind.
+    pools: HashMap<u64, PoolUse>,
+    /// GPU agents, in the runtime's order.
+    gpus: Vec<HsaAgent>,
+    /// Bytes of device memory the test allows, after `limit_memory`.
+    capacity: Option<usize>,
+    /// Kernel bodies running now.
+    running: usize,
+    /// Calls made while a kernel body ran, and bodies that panicked.
+    violations: Vec<String>,
+}
+
+impl Record {
+    fn device_bytes(&self) -> usize {
+        self.blocks
+            .values()
+            .filter(|(_, pool)| *pool == PoolUse::Device)
+            .map(|(size, _)| size)
+            .sum()
+    }
+}
+
+static RECORD: LazyLock<Mutex<Record>> = LazyLock::new(Mutex::default);
+
+fn record() -> MutexGuard<'static, Record> {
+    RECORD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Logs `call` (about `pool` or `copy`, where it allocates or copies) and says whether it fails now.
+fn enter(call: &'static str, pool: Option<PoolUse>, copy: Option<CopyKind>) -> Option<HsaStatus> {
+    let mut r = record();
+    let index = r.log.len();
+    r.log.push(call);
+    if let Some(pool) = pool {
+        r.pool_calls.insert(index, pool);
+    }
+    if let Some(copy) = copy {
+        r.copy_calls.insert(index, copy);
+    }
+    if r.running > 0 && pool.is_some() {
+        r.violations.push(format!("{call} while a kernel ran"));
+    }
+    let armed = r.fail.iter().position(|c| *c == call)?;
+    r.fail.remove(armed);
+    Some(HSA_STATUS_ERROR)
+}
+
+/// Calls the real entry point `$name` with the arguments the backend passed.
+macro_rules! forward {
+    ($name:ident($($arg:expr),* $(,)?)) => {
+        // SAFETY: the backend's arguments go unchanged to the runtime's entry point, whose signature
+        // the recorded one shares; the backend upholds that entry point's contract.
+        unsafe { (real().$name)($($arg),*) }
+    };
+}
+
+unsafe extern "C" fn queue_create(
+    agent: HsaAgent,
+    size: u32,
+    queue_type: u32,
+    callback: Option<QueueErrorCallback>,
+    data: *mut c_void,
+    private_segment_size: u32,
+    group_segment_size: u32,
+    queue: *mut *mut HsaQueue,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_queue_create", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_queue_create(
+        agent,
+        size,
+        queue_type,
+        callback,
+        data,
+        private_segment_size,
+        group_segment_size,
+        queue
+    ));
+    if status == HSA_STATUS_SUCCESS {
+        // SAFETY: on success the runtime wrote the queue there.
+        record().queues.insert(unsafe { *queue } as usize);
+    }
+    status
+}
+
+unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> HsaStatus {
+    if let Some(status) = enter("hsa_queue_destroy", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_queue_destroy(queue));
+    if status == HSA_STATUS_SUCCESS {
+        record().queues.remove(&(queue as usize));
+    }
+    status
+}
+
+unsafe extern "C" fn signal_create(
+    initial_value: HsaSignalValue,
+    num_consumers: u32,
+    consumers: *const HsaAgent,
+    attributes: u64,
+    signal: *mut HsaSignal,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_amd_signal_create", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_amd_signal_create(
+        initial_value,
+        num_consumers,
+        consumers,
+        attributes,
+        signal
+    ));
+    if status == HSA_STATUS_SUCCESS {
+        // SAFETY: on success the runtime wrote the signal there.
+        record().signals.insert(unsafe { *signal }.handle);
+    }
+    status
+}
+
+unsafe extern "C" fn signal_destroy(signal: HsaSignal) -> HsaStatus {
+    if let Some(status) = enter("hsa_signal_destroy", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_signal_destroy(signal));
+    if status == HSA_STATUS_SUCCESS {
+        record().signals.remove(&signal.handle);
+    }
+    status
+}
+
+unsafe extern "C" fn reader_create(
+    code_object: *const c_void,
+    size: usize,
+    reader: *mut HsaCodeObjectReader,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_code_object_reader_create_from_memory", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_code_object_reader_create_from_memory(code_object, size, reader));
+    if status == HSA_STATUS_SUCCESS {
+        // SAFETY: on success the runtime wrote the reader there.
+        record().readers.insert(unsafe { *reader }.handle);
+    }
+    status
+}
+
+unsafe extern "C" fn reader_destroy(reader: HsaCodeObjectReader) -> HsaStatus {
+    if let Some(status) = enter("hsa_code_object_reader_destroy", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_code_object_reader_destroy(reader));
+    if status == HSA_STATUS_SUCCESS {
+        record().readers.remove(&reader.handle);
+    }
+    status
+}
+
+unsafe extern "C" fn executable_create(
+    profile: u32,
+    rounding: u32,
+    options: *const c_char,
+    executable: *mut HsaExecutable,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_executable_create_alt", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_executable_create_alt(profile, rounding, options, executable));
+    if status == HSA_STATUS_SUCCESS {
+        // SAFETY: on success the runtime wrote the executable there.
+        record().executables.insert(unsafe { *executable }.handle);
+    }
+    status
+}
+
+unsafe extern "C" fn executable_load(
+    executable: HsaExecutable,
+    agent: HsaAgent,
+    reader: HsaCodeObjectReader,
+    options: *const c_char,
+    loaded: *mut HsaLoadedCodeObject,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_executable_load_agent_code_object", None, None) {
+        return status;
+    }
+    forward!(hsa_executable_load_agent_code_object(
+        executable, agent, reader, options, loaded
+    ))
+}
+
+unsafe extern "C" fn executable_freeze(executable: HsaExecutable, options: *const c_char) -> HsaStatus {
+    if let Some(status) = enter("hsa_executable_freeze", None, None) {
+        return status;
+    }
+    forward!(hsa_executable_freeze(executable, options))
+}
+
+unsafe extern "C" fn executable_validate(executable: HsaExecutable, result: *mut u32) -> HsaStatus {
+    if let Some(status) = enter("hsa_executable_validate", None, None) {
+        return status;
+    }
+    forward!(hsa_executable_validate(executable, result))
+}
+
+unsafe extern "C" fn executable_destroy(executable: HsaExecutable) -> HsaStatus {
+    if let Some(status) = enter("hsa_executable_destroy", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_executable_destroy(executable));
+    if status == HSA_STATUS_SUCCESS {
+        record().executables.remove(&executable.handle);
+    }
+    status
+}
+
+unsafe extern "C" fn symbol_by_name(
+    executable: HsaExecutable,
+    name: *const c_char,
+    agent: *const HsaAgent,
+    symbol: *mut HsaExecutableSymbol,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_executable_get_symbol_by_name", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_executable_get_symbol_by_name(executable, name, agent, symbol));
+    if status == HSA_STATUS_SUCCESS {
+        // SAFETY: `name` is the NUL-terminated name the backend asked for; on success the runtime wrote
+        // the symbol.
+        let (name, symbol) = unsafe { (CStr::from_ptr(name), *symbol) };
+        let name = name.to_string_lossy();
+        record()
+            .symbols
+            .insert(symbol.handle, name.strip_suffix(".kd").unwrap_or(&name).to_string());
+    }
+    status
+}
+
+unsafe extern "C" fn symbol_info(symbol: HsaExecutableSymbol, attribute: u32, value: *mut c_void) -> HsaStatus {
+    if let Some(status) = enter("hsa_executable_symbol_get_info", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_executable_symbol_get_info(symbol, attribute, value));
+    if status != HSA_STATUS_SUCCESS {
+        return status;
+    }
+    let name = record().symbols.get(&symbol.handle).cloned().unwrap_or_default();
+    if attribute == symbol_info::KERNEL_OBJECT {
+        // SAFETY: KERNEL_OBJECT is a u64, which the runtime just wrote.
+        let object = unsafe { *value.cast::<u64>() };
+        let mut static_group = 0u32;
+        let found = forward!(hsa_executable_symbol_get_info(
+            symbol,
+            symbol_info::KERNEL_GROUP_SEGMENT_SIZE,
+            (&mut static_group as *mut u32).cast()
+        ));
+        assert_eq!(found, HSA_STATUS_SUCCESS, "the kernel's group segment size");
+        record().kernels.insert(object, (name, static_group));
+        // SAFETY: run_kernel has the body signature of fake_kfd.h and needs no context.
+        let registered = unsafe { (rocr().fake.set_kernel)(object, Some(run_kernel), std::ptr::null_mut()) };
+        assert_eq!(registered, 0, "the fake driver's kernel table is full");
+    } else if attribute == symbol_info::VARIABLE_ADDRESS {
+        // SAFETY: VARIABLE_ADDRESS is a u64, which the runtime just wrote.
+        let address = unsafe { *value.cast::<u64>() };
+        record().variables.insert(name, address as usize);
+    }
+    status
+}
+
+unsafe extern "C" fn pool_allocate(pool: HsaMemoryPool, size: usize, flags: u32, ptr: *mut *mut c_void) -> HsaStatus {
+    let kind = record().pools.get(&pool.handle).copied();
+    if let Some(status) = enter("hsa_amd_memory_pool_allocate", kind, None) {
+        return status;
+    }
+    if kind == Some(PoolUse::Device) {
+        let r = record();
+        if r.capacity.is_some_and(|capacity| r.device_bytes() + size > capacity) {
+            return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+        }
+    }
+    let status = forward!(hsa_amd_memory_pool_allocate(pool, size, flags, ptr));
+    if status == HSA_STATUS_SUCCESS {
+        if let Some(kind) = kind {
+            // SAFETY: on success the runtime wrote the block's address there.
+            record().blocks.insert(unsafe { *ptr } as usize, (size, kind));
+        }
+    }
+    status
+}
+
+unsafe extern "C" fn pool_free(ptr: *mut c_void) -> HsaStatus {
+    let kind = record().blocks.get(&(ptr as usize)).map(|&(_, kind)| kind);
+    if let Some(status) = enter("hsa_amd_memory_pool_free", kind, None) {
+        return status;
+    }
+    let status = forward!(hsa_amd_memory_pool_free(ptr));
+    if status == HSA_STATUS_SUCCESS {
+        record().blocks.remove(&(ptr as usize));
+    }
+    status
+}
+
+unsafe extern "C" fn allow_access(
+    num_agents: u32,
+    agents: *const HsaAgent,
+    flags: *const u32,
+    ptr: *const c_void,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_amd_agents_allow_access", None, None) {
+        return status;
+    }
+    forward!(hsa_amd_agents_allow_access(num_agents, agents, flags, ptr))
+}
+
+unsafe extern "C" fn memory_lock(
+    host_ptr: *mut c_void,
+    size: usize,
+    agents: *mut HsaAgent,
+    num_agent: c_int,
+    agent_ptr: *mut *mut c_void,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_amd_memory_lock", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_amd_memory_lock(host_ptr, size, agents, num_agent, agent_ptr));
+    if status == HSA_STATUS_SUCCESS {
+        *record().locked.entry(host_ptr as usize).or_default() += 1;
+    }
+    status
+}
+
+unsafe extern "C" fn memory_unlock(host_ptr: *mut c_void) -> HsaStatus {
+    if let Some(status) = enter("hsa_amd_memory_unlock", None, None) {
+        return status;
+    }
+    let status = forward!(hsa_amd_memory_unlock(host_ptr));
+    if status == HSA_STATUS_SUCCESS {
+        let mut r = record();
+        if let Some(locks) = r.locked.get_mut(&(host_ptr as usize)) {
+            *locks -= 1;
+            if *locks == 0 {
+                r.locked.remove(&(host_ptr as usize));
+            }
+        }
+    }
+    status
+}
+
+/// The GPU that owns the memory at `ptr`, as the runtime knows it; `None` for host memory.
+fn device_owner(ptr: *const c_void) -> Option<u64> {
+    // SAFETY: PointerInfo is plain data, for which all zeroes is a valid value.
+    let mut info: PointerInfo = unsafe { std::mem::zeroed() };
+    info.size = std::mem::size_of::<PointerInfo>() as u32;
+    let status = forward!(hsa_amd_pointer_info(
+        ptr,
+        &mut info,
+        None,
+        std::ptr::null_mut(),
+        std::ptr::null_mut()
+    ));
+    let on_a_gpu = record().gpus.contains(&info.agent_owner);
+    (status == HSA_STATUS_SUCCESS && info.pointer_type == pointer_type::HSA && on_a_gpu)
+        .then_some(info.agent_owner.handle)
+}
+
+#[allow(clippy::too_many_arguments)] // the runtime's signature
+unsafe extern "C" fn async_copy(
+    dst: *mut c_void,
+    dst_agent: HsaAgent,
+    src: *const c_void,
+    src_agent: HsaAgent,
+    size: usize,
+    num_dep_signals: u32,
+    dep_signals: *const HsaSignal,
+    completion_signal: HsaSignal,
+) -> HsaStatus {
+    let kind = match (device_owner(src), device_owner(dst.cast_const())) {
+        (None, Some(_)) => CopyKind::HostToDevice,
+        (Some(_), None) => CopyKind::DeviceToHost,
+        (Some(from), Some(to)) if from == to => CopyKind::DeviceToDevice,
+        (Some(_), Some(_)) => CopyKind::PeerToPeer,
+        (None, None) => CopyKind::HostToHost,
+    };
+    if let Some(status) = enter("hsa_amd_memory_async_copy", None, Some(kind)) {
+        return status;
+    }
+    forward!(hsa_amd_memory_async_copy(
+        dst,
+        dst_agent,
+        src,
+        src_agent,
+        size,
+        num_dep_signals,
+        dep_signals,
+        completion_signal
+    ))
+}
+
+unsafe extern "C" fn async_handler(
+    signal: HsaSignal,
+    condition: u32,
+    value: HsaSignalValue,
+    handler: SignalHandler,
+    arg: *mut c_void,
+) -> HsaStatus {
+    if let Some(status) = enter("hsa_amd_signal_async_handler", None, None) {
+        return status;
+    }
+    forward!(hsa_amd_signal_async_handler(signal, condition, value, handler, arg))
+}
+
+/// A trap on the device: ROCr's queue error handler reports it as `HSA_STATUS_ERROR_EXCEPTION`.
+const TRAP: i64 = 0x8000_0000;
+
+/// Every kernel the backend found: records the launch from its dispatch packet and runs the test's
+/// body for it, if any, with the first argument words of its kernel arguments.
+///
+/// # Safety
+/// `packet` is a 64-byte AQL dispatch packet and `kernarg` the host address of its kernel arguments,
+/// as the fake driver passes them.
+unsafe extern "C" fn run_kernel(_ctx: *mut c_void, packet: *const u8, kernarg: *const u8) -> i64 {
+    // SAFETY: hsa_kernel_dispatch_packet_t's fields at their offsets in hsa.h.
+    let (workgroup, grid, group_segment, object) = unsafe {
+        (
+            u32::from(packet.add(4).cast::<u16>().read_unaligned()),
+            packet.add(12).cast::<u32>().read_unaligned(),
+            packet.add(28).cast::<u32>().read_unaligned(),
+            packet.add(32).cast::<u64>().read_unaligned(),
+        )
+    };
+    let (body, faults) = {
+        let mut r = record();
+        let (name, static_group) = r.kernels.get(&object).cloned().unwrap_or_default();
+        r.launches.push(SeenLaunch {
+            kernel: name.clone(),
+            geometry: (
+                grid / workgroup.max(1),
+                workgroup,
+                group_segment.saturating_sub(static_group),
+            ),
+            queue: 0,
+        });
+        let body = r.bodies.get(&name).cloned();
+        if body.is_some() {
+            r.running += 1;
+        }
+        (body, r.faulting.contains(&name))
+    };
+    if faults {
+        if body.is_some() {
+            record().running -= 1;
+        }
+        return TRAP;
+    }
+    let Some((words, body)) = body else {
+        return 0;
+    };
+    // SAFETY: the backend wrote at least `words` argument words (the kernels' explicit arguments).
+    let args: Vec<u64> = (0..words)
+        .map(|i| unsafe { kernarg.add(8 * i).cast::<u64>().read_unaligned() })
+        .collect();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&args)));
+    let mut r = record();
+    r.running -= 1;
+    if ran.is_err() {
+        r.violations.push("a kernel body panicked".into());
+        return TRAP;
+    }
+    0
+}
+
+/// How many argument words the suite's kernels take: each takes one pointer.
+const KERNEL_ARGUMENTS: usize = 1;
+
+/// The AMDGPU backend on real ROCr over fake GPUs of one kind.
+pub(crate) struct RocrHarness<G: SimulatedGpu = Mi250> {
+    core: Box<dyn PluginApi>,
+    _serial: MutexGuard<'static, ()>,
+    _gpu: PhantomData<G>,
+}
+
+impl<G: SimulatedGpu> Harness for RocrHarness<G> {
+    fn start(devices: usize, settings: &[(&str, &str)]) -> Self {
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let rocr = rocr();
+        *record() = Record::default();
+        let gpu = CString::new(G::AGENT.name).unwrap();
+        // SAFETY: the hooks of fake_kfd.h, with a NUL-terminated model name.
+        let configured = || unsafe {
+            (rocr.fake.hold)(0);
+            (rocr.fake.configure)(gpu.as_ptr(), devices as u32, 0) == 0
+        };
+        if !configured() {
+            // A test that failed left the runtime initialised: shut it down for good.
+            while forward!(hsa_shut_down()) == HSA_STATUS_SUCCESS {}
+            assert!(configured(), "the fake driver takes {devices} {}", G::AGENT.name);
+        }
+        let config = Config::from_pairs(settings);
+        let backend = AmdgpuBackend::with_runtime(Api::new(rocr.recorded), &config).unwrap();
+        let core = Core::new_boxed(backend, config);
+        // The agents and their pools, asked of the runtime directly (unrecorded).
+        let api = Api::new(rocr.real);
+        let mut r = record();
+        for agent in api.agents().unwrap() {
+            let gpu = agent.device_type == device_type::GPU;
+            if gpu {
+                r.gpus.push(agent.agent);
+            }
+            for pool in api.pools(agent.agent).unwrap() {
+                let kind = if gpu {
+                    PoolUse::Device
+                } else if pool.global_flags & pool_global_flag::KERNARG_INIT != 0 {
+                    PoolUse::Kernarg
+                } else {
+                    PoolUse::Host
+                };
+                r.pools.insert(pool.pool.handle, kind);
+            }
+        }
+        assert_eq!(r.gpus.len(), devices, "the fake driver's GPUs");
+        drop(r);
+        RocrHarness {
+            core,
+            _serial: serial,
+            _gpu: PhantomData,
+        }
+    }
+
+    fn core(&self) -> &dyn PluginApi {
+        &*self.core
+    }
+
+    fn program(&self) -> TestProgram {
+        TestProgram::of_cuda_module(code_object(G::AGENT.name), KERNEL_ARGUMENTS)
+    }
+
+    fn default_geometry(&self) -> (u32, u32) {
+        // LLVM 16's defaults: 256 work-items, compute units × 4 work-groups (the fake's CU counts).
+        let compute_units = match G::AGENT.name {
+            "gfx90a" => 104,
+            _ => 60,
+        };
+        (256, compute_units * 4)
+    }
+
+    fn device_memory(&self) -> u64 {
+        match G::AGENT.name {
+            "gfx90a" => 64 << 30,
+            _ => 16 << 30,
+        }
+    }
+
+    fn native_device_id(&self, device: usize) -> usize {
+        record().gpus[device].handle as usize
+    }
+
+    fn pinned_device_address(&self, _device: usize, host: usize) -> usize {
+        host // the fake maps locked memory at its host address unless told otherwise
+    }
+
+    fn log(&self) -> Vec<Op> {
+        let r = record();
+        r.log
+            .iter()
+            .enumerate()
+            .map(|(i, call)| op_of_call(call, r.pool_calls.get(&i).copied(), r.copy_calls.get(&i).copied()))
+            .collect()
+    }
+
+    fn calls(&self, op: Op) -> usize {
+        self.log().into_iter().filter(|o| *o == op).count()
+    }
+
+    fn driver_call_count(&self, call: &str) -> usize {
+        record().log.iter().filter(|c| **c == call).count()
+    }
+
+    fn driver_calls(op: Op) -> Vec<&'static str> {
+        driver_calls_of(op)
+    }
+
+    fn fail_call(&self, call: &'static str) {
+        record().fail.push(call);
+    }
+
+    fn failure_text(call: &str) -> Vec<String> {
+        failure_text_of(call)
+    }
+
+    fn live(&self) -> Live {
+        let r = record();
+        Live {
+            memory: r.blocks.len() + r.locked.len(),
+            modules: r.executables.len() + r.readers.len(),
+            queues: 0,
+            events: 0,
+            devices: usize::from(r.queues.len() + r.signals.len() > 0),
+        }
+    }
+
+    fn pinned(&self) -> usize {
+        record().locked.len()
+    }
+
+    fn launches(&self) -> Vec<SeenLaunch> {
+        record().launches.clone()
+    }
+
+    fn register_kernel(&self, name: &str, args: usize, body: KernelBody) {
+        record()
+            .bodies
+            .insert(name.to_string(), (args.min(KERNEL_ARGUMENTS), body));
+    }
+
+    fn clear_kernels(&self) {
+        record().bodies.clear();
+    }
+
+    fn limit_memory(&self, extra: usize) {
+        let mut r = record();
+        r.capacity = Some(r.device_bytes() + extra);
+    }
+
+    fn within_memory_limit(&self) -> bool {
+        let r = record();
+        r.device_bytes() <= r.capacity.unwrap_or(usize::MAX)
+    }
+
+    fn memory_blocks(&self) -> Vec<(usize, usize)> {
+        record()
+            .blocks
+            .iter()
+            .map(|(&address, &(size, _))| (address, size))
+            .collect()
+    }
+
+    fn violations(&self) -> Vec<String> {
+        record().violations.clone()
+    }
+
+    fn module_global(&self, name: &str) -> Option<(usize, usize)> {
+        // ROCr registers no local variable, so the address comes from the image's symbol table and the
+        // load delta of a variable the backend looked up.
+        let image = code_object(G::AGENT.name);
+        let elf = crate::util::elf::Image::parse(&image)?;
+        let delta = record()
+            .variables
+            .iter()
+            .find_map(|(variable, &address)| Some(address as u64 - elf.symbol(variable.as_bytes())?.value))?;
+        let symbol = elf.symbol(name.as_bytes())?;
+        Some(((symbol.value + delta) as usize, symbol.size as usize))
+    }
+
+    fn streams_are_driver_objects() -> bool {
+        false
+    }
+
+    fn interop_has_context() -> bool {
+        false
+    }
+
+    fn runs_work_on_its_own() -> bool {
+        true
+    }
+
+    fn hold(&self, on: bool) {
+        // SAFETY: a hook of fake_kfd.h without preconditions.
+        unsafe { (rocr().fake.hold)(c_int::from(on)) };
+    }
+
+    fn lane_size(&self) -> u32 {
+        G::AGENT.wavefront_size
+    }
+
+    fn device_owns_host_buffers() -> bool {
+        true
+    }
+
+    fn is_host_block(&self, addr: usize) -> bool {
+        record().blocks.get(&addr).map(|&(_, kind)| kind) == Some(PoolUse::Host)
+    }
+
+    fn queues_fail_by_device_faults() -> bool {
+        true
+    }
+
+    fn fail_kernel(&self, name: &str) -> String {
+        record().faulting.insert(name.to_string());
+        "HSA_STATUS_ERROR_EXCEPTION (0x1016)".into()
+    }
+}
+
+impl<G: SimulatedGpu> Drop for RocrHarness<G> {
+    /// Held work is let go, so that nothing waits for ever, and the bodies go with the test.
+    fn drop(&mut self) {
+        self.hold(false);
+        let mut r = record();
+        r.bodies.clear();
+        r.faulting.clear();
+    }
+}
