@@ -560,6 +560,27 @@ static void *host_address(uint64_t va) {
   return host;
 }
 
+/* The host address of [va, va + len) as the GPU reaches it: memory the fake allocated, or registered
+ * user memory at its GPU address. Anything else (pageable host memory never registered, or registered
+ * memory at its host address where that differs from its GPU address) is not in the GPU's page
+ * tables: as on hardware, the access is a memory fault, and ROCr would abort the process with
+ * "Memory access fault by GPU". */
+static void *gpu_access(uint64_t va, uint64_t len, const char *what) {
+  pthread_mutex_lock(&mem_lock);
+  struct mem_obj *o = find_by_gpu(va);
+  bool mapped = o != NULL && va - o->gpu + len <= o->size;
+  void *host = mapped ? (void *)(uintptr_t)(o->cpu + (va - o->gpu)) : NULL;
+  pthread_mutex_unlock(&mem_lock);
+  if (!mapped) {
+    fprintf(stderr,
+            "fake_kfd: Memory access fault by GPU: %s 0x%llx..0x%llx is not mapped for the GPU "
+            "(host memory that was not locked, or locked memory used at its host address)\n",
+            what, (unsigned long long)va, (unsigned long long)(va + len));
+    abort();
+  }
+  return host;
+}
+
 /* Whether [va, va + len) lies in one object the fake allocated or registered. */
 static bool known_range(uint64_t va, uint64_t len) {
   pthread_mutex_lock(&mem_lock);
@@ -1130,7 +1151,7 @@ static void run_blit(enum blit_kind kind, const uint8_t *args) {
   if (kind == BLIT_FILL) {
     uint64_t dst = rd64(args), end = rd64(args + 16);
     uint32_t value = rd32(args + 24);
-    uint8_t *d = host_address(dst);
+    uint8_t *d = gpu_access(dst, end - dst, "fill destination");
     for (uint64_t off = 0; off + 4 <= end - dst; off += 4) memcpy(d + off, &value, 4);
     LOG("blit fill 0x%llx..0x%llx = 0x%x\n", (unsigned long long)dst, (unsigned long long)end,
         value);
@@ -1149,7 +1170,7 @@ static void run_blit(enum blit_kind kind, const uint8_t *args) {
             (unsigned long long)dst_end);
     abort();
   }
-  memmove(host_address(dst), host_address(src), size);
+  memmove(gpu_access(dst, size, "copy destination"), gpu_access(src, size, "copy source"), size);
   LOG("blit copy 0x%llx -> 0x%llx, %llu bytes\n", (unsigned long long)src, (unsigned long long)dst,
       (unsigned long long)size);
 }
