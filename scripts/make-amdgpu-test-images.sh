@@ -2,7 +2,10 @@
 # Builds c_tests/gpu/cuda_module.c for gfx906, gfx90a, gfx940, gfx1030 and gfx1100 with clang-16 and
 # Debian's rocm-device-libs (from scripts/setup-gpu-toolchains.sh) and extracts the code objects into
 # tests/data/amdgpu/, where the AMDGPU backend's unit tests read them. The images are committed, so the
-# tests need no ROCm; rerun this after changing the program or the device header.
+# tests need no ROCm; rerun this after changing the program or the device header. Also builds
+# c_tests/gpu/hidden_args_v5.cl for gfx90a as a code object of version 5 (whose kernels take hidden
+# arguments: block counts, group sizes, grid dimensions), which clang-16 cannot build from OpenMP
+# (its device runtime is version 4).
 # Debian 12's rocm-device-libs (5.2) stop at gfx1036: gfx1100 gets a copy of them from
 # scripts/rocm-device-libs.sh.
 set -eu
@@ -22,3 +25,6 @@ for arch in gfx906 gfx90a gfx940 gfx1030 gfx1100; do
     --image=file="$out/cuda_module-$arch.hsaco",triple=amdgcn-amd-amdhsa,arch=$arch
   echo "$out/cuda_module-$arch.hsaco: $(wc -c < "$out/cuda_module-$arch.hsaco") bytes"
 done
+clang-16 -x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx90a -mcode-object-version=5 -nogpulib -O2 \
+  -Wall -Werror c_tests/gpu/hidden_args_v5.cl -o "$out/hidden_args_v5-gfx90a.hsaco"
+echo "$out/hidden_args_v5-gfx90a.hsaco: $(wc -c < "$out/hidden_args_v5-gfx90a.hsaco") bytes"

@@ -208,6 +208,70 @@ pub struct KernelMetadata {
     pub wavefront_size: u32,
     /// Most work-items per work-group (`.max_flat_workgroup_size`).
     pub max_flat_workgroup_size: u32,
+    /// The hidden arguments its `.args` list after the explicit ones, which the launch fills: code
+    /// object v5 passes the work-group size and block counts here rather than in the dispatch packet
+    /// alone, so a kernel that finds zeros there runs with a work-group size of 0.
+    pub hidden: Vec<HiddenArg>,
+}
+
+/// What a hidden kernel argument holds (its `.value_kind`), among those a launch fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HiddenKind {
+    /// `hidden_block_count_{x,y,z}`: work-groups along the axis (0, 1, 2).
+    BlockCount(u8),
+    /// `hidden_group_size_{x,y,z}`: work-items per work-group along the axis.
+    GroupSize(u8),
+    /// `hidden_remainder_{x,y,z}`: work-items of the last, partial work-group (0: none is partial).
+    Remainder(u8),
+    /// `hidden_grid_dims`: dimensions of the grid.
+    GridDims,
+    /// `hidden_dynamic_lds_size`: dynamic group memory per work-group, in bytes.
+    DynamicLdsSize,
+    /// Anything else (global offsets, the heap and hostcall pointers, queue and aperture values):
+    /// zero, as LLVM's plugins leave them; omprpc's host services use none of them.
+    Zero,
+}
+
+/// One hidden argument: what it holds, and where and how wide it is in the kernarg segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HiddenArg {
+    pub kind: HiddenKind,
+    /// Byte offset in the kernarg segment.
+    pub offset: u32,
+    /// Bytes (2, 4 or 8).
+    pub size: u32,
+}
+
+/// The launch values hidden arguments are filled from: a one-dimensional grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HiddenValues {
+    pub teams: u32,
+    pub threads: u32,
+    pub dynamic_lds_bytes: u32,
+}
+
+impl HiddenArg {
+    /// The value this argument holds for a launch of `launch`.
+    pub fn value(&self, launch: HiddenValues) -> u64 {
+        // Along x the launch's count; along y and z, one.
+        let along = |axis: u8, x: u32| u64::from(if axis == 0 { x } else { 1 });
+        match self.kind {
+            HiddenKind::BlockCount(axis) => along(axis, launch.teams),
+            HiddenKind::GroupSize(axis) => along(axis, launch.threads),
+            HiddenKind::Remainder(_) | HiddenKind::Zero => 0,
+            HiddenKind::GridDims => 1,
+            HiddenKind::DynamicLdsSize => u64::from(launch.dynamic_lds_bytes),
+        }
+    }
+
+    /// Writes this argument's value for `launch` into `segment` (the kernarg segment), when it lies
+    /// there whole; an argument the segment cannot hold is left out.
+    pub fn write(&self, segment: &mut [u8], launch: HiddenValues) {
+        let (at, size) = (self.offset as usize, self.size.min(8) as usize);
+        if let Some(bytes) = segment.get_mut(at..at + size) {
+            bytes.copy_from_slice(&self.value(launch).to_le_bytes()[..size]);
+        }
+    }
 }
 
 /// What a code object says about itself.
@@ -281,7 +345,18 @@ fn kernel_of(kernel: &Value) -> Result<KernelMetadata, String> {
             None => default.ok_or_else(|| format!("kernel {shown}: its metadata lacks {key}")),
         }
     };
+    let hidden = match field(kernel, ".args") {
+        None => Vec::new(),
+        Some(args) => args
+            .as_array()
+            .ok_or_else(|| format!("kernel {shown}: .args is not an array"))?
+            .iter()
+            .filter_map(|arg| hidden_arg(arg).transpose())
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|e| format!("kernel {shown}: {e}"))?,
+    };
     Ok(KernelMetadata {
+        hidden,
         symbol: text(".symbol")?,
         kernarg_segment_size: number(".kernarg_segment_size", None)?,
         kernarg_segment_align: number(".kernarg_segment_align", None)?,
@@ -291,6 +366,41 @@ fn kernel_of(kernel: &Value) -> Result<KernelMetadata, String> {
         max_flat_workgroup_size: number(".max_flat_workgroup_size", Some(256))?,
         name,
     })
+}
+
+/// The hidden argument an `.args` entry describes, if it is one.
+fn hidden_arg(arg: &Value) -> Result<Option<HiddenArg>, String> {
+    let Some(kind) = field(arg, ".value_kind").and_then(Value::as_str) else {
+        return Err("an argument without .value_kind".into());
+    };
+    let Some(hidden) = kind.strip_prefix("hidden_") else {
+        return Ok(None);
+    };
+    let axis = |name: &str| {
+        name.strip_suffix("_x")
+            .map(|_| 0)
+            .or(name.strip_suffix("_y").map(|_| 1))
+            .or(name.strip_suffix("_z").map(|_| 2))
+    };
+    let kind = match hidden {
+        "grid_dims" => HiddenKind::GridDims,
+        "dynamic_lds_size" => HiddenKind::DynamicLdsSize,
+        h if h.starts_with("block_count_") => axis(h).map_or(HiddenKind::Zero, HiddenKind::BlockCount),
+        h if h.starts_with("group_size_") => axis(h).map_or(HiddenKind::Zero, HiddenKind::GroupSize),
+        h if h.starts_with("remainder_") => axis(h).map_or(HiddenKind::Zero, HiddenKind::Remainder),
+        _ => HiddenKind::Zero,
+    };
+    let number = |key: &str| {
+        field(arg, key)
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("argument {kind:?} lacks a 32-bit {key}"))
+    };
+    Ok(Some(HiddenArg {
+        kind,
+        offset: number(".offset")?,
+        size: number(".size")?,
+    }))
 }
 
 #[cfg(test)]
@@ -413,6 +523,7 @@ mod tests {
                 private_segment_fixed_size: 16400,
                 wavefront_size: 64,
                 max_flat_workgroup_size: 256,
+                hidden: vec![],
             }]
         );
         let mut missing = full_kernel();
@@ -502,5 +613,46 @@ mod real_images {
             corrupt[i] ^= 0xff;
             let _ = read(&corrupt);
         }
+    }
+
+    #[test]
+    fn hidden_arguments_are_read_from_a_v5_code_object_and_written_where_they_fit() {
+        let path = format!(
+            "{}/tests/data/amdgpu/hidden_args_v5-gfx90a.hsaco",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let read = read(&std::fs::read(&path).unwrap()).unwrap();
+        let hidden = &read.kernels[0].hidden;
+        let at = |kind: HiddenKind| hidden.iter().find(|h| h.kind == kind).map(|h| (h.offset, h.size));
+        assert_eq!(at(HiddenKind::BlockCount(0)), Some((8, 4)));
+        assert_eq!(at(HiddenKind::BlockCount(2)), Some((16, 4)));
+        assert_eq!(at(HiddenKind::GroupSize(0)), Some((20, 2)));
+        assert_eq!(at(HiddenKind::Remainder(1)), Some((28, 2)));
+        assert_eq!(at(HiddenKind::GridDims), Some((72, 2)));
+        assert_eq!(
+            hidden.iter().filter(|h| h.kind == HiddenKind::Zero).count(),
+            3,
+            "the global offsets"
+        );
+        let launch = HiddenValues {
+            teams: 0x0102_0304,
+            threads: 256,
+            dynamic_lds_bytes: 64,
+        };
+        let mut segment = [0xaau8; 12];
+        for arg in hidden {
+            arg.write(&mut segment, launch);
+        }
+        assert_eq!(
+            segment,
+            [0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 4, 3, 2, 1],
+            "the block count where it fits, nothing past the segment"
+        );
+        let lds = HiddenArg {
+            kind: HiddenKind::DynamicLdsSize,
+            offset: 0,
+            size: 4,
+        };
+        assert_eq!(lds.value(launch), 64);
     }
 }

@@ -9,8 +9,9 @@
 //! reachable host ranges). [`AmdgpuBackend`] maps the core's hooks onto them the way LLVM 16's stock
 //! AMDGPU plugin does: one device per GPU agent, device memory from its first coarse-grained pool,
 //! host memory from the CPU's first fine-grained pool, kernels dispatched as AQL packets with the
-//! 8-byte arguments followed by 56 zero bytes of implicit arguments — a kernel launch on AMDGPU is
-//! `AmdgpuBackend::launch`.
+//! 8-byte arguments followed by 56 zero bytes of implicit arguments, or, for a kernel of code object
+//! v5, by the hidden arguments its metadata lists (block counts, group sizes, grid dimensions, dynamic
+//! LDS), as LLVM's later plugins fill them — a kernel launch on AMDGPU is `AmdgpuBackend::launch`.
 
 pub mod code_object;
 pub mod device;
@@ -85,6 +86,8 @@ struct RuntimeState {
 pub struct AmdModule {
     executable: HsaExecutable,
     reader: HsaCodeObjectReader,
+    /// Its kernels as its metadata describes them (their hidden arguments).
+    kernels: Vec<code_object::KernelMetadata>,
     /// The image's bytes, which the reader reads from until it is destroyed.
     _image: Vec<u8>,
 }
@@ -92,6 +95,8 @@ pub struct AmdModule {
 /// A kernel of a loaded code object.
 pub struct AmdKernel {
     info: KernelSymbolInfo,
+    /// The hidden arguments its metadata lists, which each launch fills.
+    hidden: Vec<code_object::HiddenArg>,
 }
 
 /// Memory faults reported by the runtime, delivered to the device whose agent faulted. Leaked: the
@@ -382,6 +387,7 @@ impl Backend for AmdgpuBackend {
         Ok(AmdModule {
             executable,
             reader,
+            kernels: read.kernels,
             _image: image,
         })
     }
@@ -402,9 +408,16 @@ impl Backend for AmdgpuBackend {
         if self.api.symbol_kind(symbol)? != sys::symbol_kind::KERNEL {
             return Err(missing(name));
         }
+        let hidden = module
+            .kernels
+            .iter()
+            .find(|k| k.symbol.as_bytes() == descriptor.to_bytes())
+            .map(|k| k.hidden.clone())
+            .unwrap_or_default();
         Ok(KernelSymbol {
             kernel: AmdKernel {
                 info: self.api.kernel_info(symbol)?,
+                hidden,
             },
             max_threads: None,
         })
@@ -547,8 +560,18 @@ impl Backend for AmdgpuBackend {
             group_segment_size: info.group_segment_size.saturating_add(geometry.dynamic_shared_bytes),
             private_segment_size: info.private_segment_size,
         };
+        let arguments = stream::KernelArguments {
+            explicit: args,
+            segment_bytes: info.kernarg_segment_size as usize,
+            hidden: &kernel.hidden,
+            values: code_object::HiddenValues {
+                teams: geometry.teams,
+                threads: geometry.threads,
+                dynamic_lds_bytes: geometry.dynamic_shared_bytes,
+            },
+        };
         // SAFETY: forwarded from this function's contract.
-        unsafe { queue.launch(&self.devices[device], dispatch, args) }
+        unsafe { queue.launch(&self.devices[device], dispatch, &arguments) }
     }
 
     fn create_queue(&self, device: usize) -> Result<AmdStream> {

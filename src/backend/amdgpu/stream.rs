@@ -22,8 +22,28 @@ use crate::util::error::Result;
 use crate::util::sync::lock;
 
 /// Bytes of implicit kernel arguments after the explicit ones, all zero, as the stock plugin writes
-/// them (`AMDGPUImplicitArgsTy`: offsets, hostcall pointer, three unused words).
+/// them (`AMDGPUImplicitArgsTy`: offsets, hostcall pointer, three unused words): the least a kernel
+/// gets, whatever its metadata says.
 pub const IMPLICIT_ARGS_BYTES: usize = 56;
+
+/// What a launch writes into its kernarg segment.
+pub struct KernelArguments<'a> {
+    /// The explicit arguments, 8 bytes each.
+    pub explicit: &'a [*mut c_void],
+    /// The segment's size from the kernel's descriptor (code object v5: 256 bytes of hidden arguments
+    /// after the explicit ones).
+    pub segment_bytes: usize,
+    /// Hidden arguments to fill; every other byte after the explicit arguments is zero.
+    pub hidden: &'a [super::code_object::HiddenArg],
+    pub values: super::code_object::HiddenValues,
+}
+
+impl KernelArguments<'_> {
+    /// Bytes of the kernarg buffer: the segment, and at least the explicit and the stock implicit ones.
+    fn bytes(&self) -> usize {
+        self.segment_bytes.max(self.explicit.len() * 8 + IMPLICIT_ARGS_BYTES)
+    }
+}
 
 /// What an operation needs while the GPU, the copy engine or the runtime's handler thread may still use
 /// it: held, not read, until the signal beside it is 0.
@@ -268,19 +288,25 @@ impl AmdStream {
         (&*self.handle as *const u8).cast_mut().cast()
     }
 
-    /// Queues a kernel with `args` (8 bytes each) followed by the zeroed implicit arguments.
+    /// Queues a kernel with its explicit arguments, then zeros, with the hidden arguments its metadata
+    /// lists filled in.
     ///
     /// # Safety
     /// What the arguments point to stays valid until the stream is synchronised.
-    pub unsafe fn launch(&self, device: &AmdDevice, launch: Dispatch, args: &[*mut c_void]) -> Result<()> {
+    pub unsafe fn launch(&self, device: &AmdDevice, launch: Dispatch, arguments: &KernelArguments<'_>) -> Result<()> {
         device.health.check()?;
-        let bytes = args.len() * 8 + IMPLICIT_ARGS_BYTES;
+        let bytes = arguments.bytes();
+        let explicit = arguments.explicit.len() * 8;
         let kernargs = self.ready.kernargs.take(bytes)?;
-        // SAFETY: the buffer holds at least `bytes` bytes and is not in use.
-        unsafe {
-            let out = kernargs.ptr.cast::<u8>();
-            std::ptr::copy_nonoverlapping(args.as_ptr().cast::<u8>(), out, args.len() * 8);
-            std::ptr::write_bytes(out.add(args.len() * 8), 0, IMPLICIT_ARGS_BYTES);
+        // SAFETY: the buffer holds at least `bytes` bytes and is not in use; nothing else refers to it
+        // while the slice lives.
+        let segment = unsafe { std::slice::from_raw_parts_mut(kernargs.ptr.cast::<u8>(), bytes) };
+        // SAFETY: `explicit` bytes are the arguments' pointer values, which the caller passes.
+        segment[..explicit]
+            .copy_from_slice(unsafe { std::slice::from_raw_parts(arguments.explicit.as_ptr().cast::<u8>(), explicit) });
+        segment[explicit..].fill(0);
+        for hidden in arguments.hidden.iter().filter(|h| h.offset as usize >= explicit) {
+            hidden.write(segment, arguments.values);
         }
         let mut state = lock(&self.state);
         let result = (|| {

@@ -577,3 +577,64 @@ fn a_copy_in_flight_when_the_device_fails_finishes_before_its_buffers_are_releas
         "the handler wrote the global's initial value before its buffers went"
     );
 }
+
+/// A kernel of code object version 5 reads its work-group size, block counts and grid dimensions from
+/// hidden arguments after its own (clang-16's OpenCL `hidden_args_v5.cl`, as LLVM 17 and later build
+/// OpenMP kernels by default): the launch fills each one the kernel's metadata lists, at its offset,
+/// in a kernarg segment of the size the metadata gives (264 bytes, not the 64 of code object v4).
+#[test]
+fn code_object_v5_kernels_get_their_hidden_arguments() {
+    let _serial = serial();
+    let core = core_on(&[MI250], &[]);
+    core.init_device(0).unwrap();
+    let path = format!(
+        "{}/tests/data/amdgpu/hidden_args_v5-gfx90a.hsaco",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let image = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let entries = HostEntry::cuda_module_entries(&["geometry".to_string()]);
+    let loaded = core.load_image(0, 0x1000, &image, &entries[..1]).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    simulated::register_kernel(
+        "geometry",
+        Arc::new(move |words: &[u64]| {
+            record.lock().unwrap().extend_from_slice(words);
+            Ok(())
+        }),
+    );
+    let out = core.alloc(0, 8, AllocKind::Device).unwrap();
+    let request = LaunchRequest {
+        teams: 3,
+        thread_limit: 64,
+        dynamic_shared_bytes: 512,
+        ..Default::default()
+    };
+    // SAFETY: the simulated kernel only records its kernel arguments.
+    unsafe { core.launch(0, loaded.addresses[0], &[out], &request, None) }.unwrap();
+    let words = seen.lock().unwrap().clone();
+    assert_eq!(words.len(), 264 / 8, "the whole kernarg segment the metadata gives");
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    assert_eq!(words[0], out as u64, "the explicit argument");
+    assert_eq!(
+        (u32_at(8), u32_at(12), u32_at(16)),
+        (3, 1, 1),
+        "hidden_block_count_x/y/z"
+    );
+    assert_eq!(
+        (u16_at(20), u16_at(22), u16_at(24)),
+        (64, 1, 1),
+        "hidden_group_size_x/y/z"
+    );
+    assert_eq!(
+        (u16_at(26), u16_at(28), u16_at(30)),
+        (0, 0, 0),
+        "hidden_remainder_x/y/z"
+    );
+    assert!(bytes[48..72].iter().all(|&b| b == 0), "hidden_global_offset_x/y/z");
+    assert_eq!(u16_at(72), 1, "hidden_grid_dims");
+    core.free(0, out as usize).unwrap();
+    tear_down(&*core);
+}
