@@ -29,6 +29,7 @@ pub mod sys;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
 
@@ -67,6 +68,15 @@ pub struct AmdgpuBackend {
     devices: Vec<AmdDevice>,
     /// Host ranges the devices reach directly.
     direct: DirectRanges,
+    /// Device allocations by address, each with the peers it has been opened to: memory is opened to a
+    /// peer when the peer first copies into it, not to every peer when it is allocated.
+    peer_access: Mutex<BTreeMap<usize, PeerAccess>>,
+}
+
+/// A device allocation and the peer GPUs that may reach it.
+struct PeerAccess {
+    size: usize,
+    agents: Vec<HsaAgent>,
 }
 
 /// The runtime's initialisation and the handles that change when it is started again.
@@ -77,9 +87,12 @@ struct RuntimeState {
     host: HostPools,
     /// Every GPU agent, for access to host memory.
     gpu_agents: Vec<HsaAgent>,
-    /// For each device, the other GPUs that may be given access to its memory (its peers), which
-    /// its device allocations are opened to, so that they can copy into it.
+    /// For each device, the other GPUs that may be given access to its memory (its peers): a device
+    /// allocation is opened to one when it first copies into it.
     peers: Vec<Vec<HsaAgent>>,
+    /// What the running runtime's memory-fault handler delivers to; freed once the runtime is shut
+    /// down, which forgets the handler.
+    fault_sink: Option<Box<FaultSink>>,
 }
 
 /// A loaded code object.
@@ -99,8 +112,8 @@ pub struct AmdKernel {
     hidden: Vec<code_object::HiddenArg>,
 }
 
-/// Memory faults reported by the runtime, delivered to the device whose agent faulted. Leaked: the
-/// runtime keeps the handler for the life of the process.
+/// Memory faults reported by the runtime, delivered to the device whose agent faulted. One per start
+/// of the runtime, kept in [`RuntimeState`] until that runtime is shut down.
 struct FaultSink {
     devices: Vec<(HsaAgent, std::sync::Arc<queue::Health>)>,
 }
@@ -108,7 +121,8 @@ struct FaultSink {
 /// Called by the runtime with system events; a GPU memory fault fails the device it happened on.
 ///
 /// # Safety
-/// `data` is the backend's leaked [`FaultSink`]; `event` is the runtime's event.
+/// `data` is the [`FaultSink`] registered with the running runtime, which lives until that runtime is
+/// shut down; `event` is the runtime's event.
 unsafe extern "C" fn on_system_event(event: *const sys::AmdEvent, data: *mut c_void) -> HsaStatus {
     // SAFETY: per this function's contract.
     let (event, sink) = unsafe { (&*event, &*data.cast::<FaultSink>()) };
@@ -158,7 +172,9 @@ impl AmdgpuBackend {
     fn discover(api: Api, config: &Config) -> Result<AmdgpuBackend> {
         let (host, gpus) = AmdgpuBackend::agents(api)?;
         let devices: Vec<AmdDevice> = gpus.into_iter().map(AmdDevice::new).collect();
-        AmdgpuBackend::watch_faults(api, &devices)?;
+        let peers = AmdgpuBackend::peers(api, &devices)?;
+        // Last: nothing may fail once the runtime holds the sink.
+        let fault_sink = Some(AmdgpuBackend::watch_faults(api, &devices)?);
         let reason = format!(
             "{} AMD GPU(s) ({}) found by {}",
             devices.len(),
@@ -177,10 +193,12 @@ impl AmdgpuBackend {
                 started: true,
                 host,
                 gpu_agents: devices.iter().map(|d| d.facts.agent()).collect(),
-                peers: AmdgpuBackend::peers(api, &devices)?,
+                peers,
+                fault_sink,
             }),
             devices,
             direct: DirectRanges::default(),
+            peer_access: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -227,22 +245,47 @@ impl AmdgpuBackend {
             .collect()
     }
 
-    /// Sends the runtime's memory-fault events to the devices' health.
-    fn watch_faults(api: Api, devices: &[AmdDevice]) -> Result<()> {
-        let sink = Box::leak(Box::new(FaultSink {
+    /// Opens the device allocation that holds `addr` to `peer`, unless it is open to it already (or is
+    /// no allocation of the backend's, such as an image's global, which the copy then reaches or not
+    /// as the runtime decides).
+    fn open_to_peer(&self, addr: usize, peer: HsaAgent) -> Result<()> {
+        let mut allocations = lock(&self.peer_access);
+        let Some((&base, access)) = allocations.range_mut(..=addr).next_back() else {
+            return Ok(());
+        };
+        if addr >= base + access.size || access.agents.contains(&peer) {
+            return Ok(());
+        }
+        // Every peer at once: the runtime maps the allocation for exactly the agents named.
+        let mut agents = access.agents.clone();
+        agents.push(peer);
+        // SAFETY: `base` starts a live device allocation (freeing it removes it from the map first).
+        unsafe { self.api.allow_access(&agents, base as *const c_void) }?;
+        access.agents = agents;
+        Ok(())
+    }
+
+    /// Sends the runtime's memory-fault events to the devices' health, through the sink returned,
+    /// which must live until the runtime is shut down.
+    fn watch_faults(api: Api, devices: &[AmdDevice]) -> Result<Box<FaultSink>> {
+        let sink = Box::new(FaultSink {
             devices: devices
                 .iter()
                 .map(|d| (d.facts.agent(), std::sync::Arc::clone(&d.health)))
                 .collect(),
-        }));
-        // SAFETY: `sink` is leaked, so it lives as long as the runtime may call the handler.
-        unsafe { api.on_system_event(on_system_event, (sink as *mut FaultSink).cast()) }
+        });
+        // SAFETY: the sink's heap address stays put when the box moves; the caller keeps it until the
+        // runtime is shut down (a refused registration keeps nothing).
+        unsafe { api.on_system_event(on_system_event, (&*sink as *const FaultSink).cast_mut().cast()) }?;
+        Ok(sink)
     }
 
     /// Starts the runtime again after [`Backend::release`] shut it down, and finds the same GPUs in
     /// it: their handles change, the GPUs must not.
     fn restart(&self, state: &mut RuntimeState) -> Result<()> {
         self.api.init()?;
+        // Every step that can fail comes before the state changes: a failure shuts the runtime down
+        // again and leaves the backend as it was, not started.
         let found = AmdgpuBackend::agents(self.api).and_then(|(host, gpus)| {
             let same = gpus.len() == self.devices.len()
                 && gpus
@@ -257,15 +300,20 @@ impl AmdgpuBackend {
             for (fresh, device) in gpus.iter().zip(&self.devices) {
                 device.facts.rebind(fresh);
             }
-            AmdgpuBackend::watch_faults(self.api, &self.devices)?;
-            Ok(host)
+            let peers = AmdgpuBackend::peers(self.api, &self.devices)?;
+            let sink = AmdgpuBackend::watch_faults(self.api, &self.devices)?;
+            Ok((host, peers, sink))
         });
         match found {
-            Ok(host) => {
-                state.started = true;
+            Ok((host, peers, sink)) => {
                 state.host = host;
                 state.gpu_agents = self.devices.iter().map(|d| d.facts.agent()).collect();
-                state.peers = AmdgpuBackend::peers(self.api, &self.devices)?;
+                state.peers = peers;
+                // A sink left by a runtime whose shutdown failed may still be called: it stays.
+                if let Some(old) = state.fault_sink.replace(sink) {
+                    Box::leak(old);
+                }
+                state.started = true;
                 Ok(())
             }
             Err(e) => {
@@ -365,9 +413,13 @@ impl Backend for AmdgpuBackend {
             return Ok(());
         }
         state.started = false;
-        // Pinned ranges and host allocations do not outlive the runtime.
+        // Pinned ranges, host allocations and device allocations do not outlive the runtime.
         self.direct.clear();
-        self.api.shut_down()
+        lock(&self.peer_access).clear();
+        self.api.shut_down()?;
+        // The runtime is gone, and its handler with it.
+        state.fault_sink = None;
+        Ok(())
     }
 
     fn load_module(&self, device: usize, image: &[u8]) -> Result<AmdModule> {
@@ -443,9 +495,13 @@ impl Backend for AmdgpuBackend {
         match kind {
             // Peers may copy into it (exchange between GPUs).
             AllocKind::Device | AllocKind::Default => {
-                let state = lock(&self.runtime);
-                self.api
-                    .pool_allocate_for(amd.facts.device_pool(), size, &state.peers[device])
+                let ptr = self.api.pool_allocate(amd.facts.device_pool(), size)?;
+                let access = PeerAccess {
+                    size,
+                    agents: Vec::new(),
+                };
+                lock(&self.peer_access).insert(ptr as usize, access);
+                Ok(ptr)
             }
             // Shared memory is host memory every GPU may access, at the same address on both sides
             // (the stock plugin of LLVM 16 refuses shared allocations).
@@ -461,6 +517,8 @@ impl Backend for AmdgpuBackend {
     unsafe fn free(&self, _device: usize, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
         if matches!(kind, AllocKind::Host | AllocKind::Shared) {
             self.direct.remove_allocation(ptr);
+        } else {
+            lock(&self.peer_access).remove(&(ptr as usize));
         }
         // SAFETY: per this function's contract, `ptr` came from `alloc`, which allocates from pools.
         unsafe { self.api.pool_free(ptr) }
@@ -530,8 +588,11 @@ impl Backend for AmdgpuBackend {
         queue: &AmdStream,
     ) -> Result<()> {
         let dst_agent = self.devices[dst_device].facts.agent();
+        if src_device != dst_device {
+            self.open_to_peer(dst as usize, self.devices[src_device].facts.agent())?;
+        }
         // SAFETY: forwarded from this function's contract; `dst` is open to this device when it is
-        // another's (see `can_exchange`).
+        // another's (above).
         unsafe { queue.copy_to_peer(&self.devices[src_device], dst_agent, dst, src, size) }
     }
 

@@ -638,3 +638,82 @@ fn code_object_v5_kernels_get_their_hidden_arguments() {
     core.free(0, out as usize).unwrap();
     tear_down(&*core);
 }
+
+/// Device memory is opened to a peer GPU when that peer first copies into it, not to every peer when
+/// it is allocated (on an 8-GCD node: 7 mappings per allocation, the device heap's included), so a
+/// peer that refuses access fails no allocation; a refusal fails that exchange, naming the call, and
+/// the next exchange asks again.
+#[test]
+fn device_memory_is_opened_to_a_peer_on_its_first_exchange_into_it() {
+    let _serial = serial();
+    let core = core_on(&[MI250, MI250, MI250], &[]);
+    for device in 0..3 {
+        core.init_device(device).unwrap();
+    }
+    let opened = || simulated::calls("hsa_amd_agents_allow_access");
+    let before = opened();
+    let blocks: Vec<*mut c_void> = (0..3).map(|d| core.alloc(d, 64, AllocKind::Device).unwrap()).collect();
+    assert_eq!(opened(), before, "no peer is given access when memory is allocated");
+    let data = [9u8; 64];
+    let mut back = [0u8; 64];
+    // SAFETY: every block is a 64-byte device allocation; the copies are synchronous.
+    unsafe {
+        core.submit(0, blocks[0], data.as_ptr().cast(), 64, None).unwrap();
+        // The copy's staging buffer is host memory opened to device 0: that is not a peer's.
+        let before = opened();
+        core.exchange(0, blocks[0], 1, blocks[1], 64, None).unwrap();
+        assert_eq!(opened(), before + 1, "device 1's block opened to device 0");
+        core.exchange(0, blocks[0], 1, blocks[1], 64, None).unwrap();
+        assert_eq!(opened(), before + 1, "once");
+        simulated::fail_next("hsa_amd_agents_allow_access", super::sys::HSA_STATUS_ERROR);
+        let refused = core
+            .exchange(1, blocks[1], 2, blocks[2], 64, None)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("hsa_amd_agents_allow_access"), "{refused}");
+        core.exchange(1, blocks[1], 2, blocks[2], 64, None).unwrap();
+        core.retrieve(2, back.as_mut_ptr().cast(), blocks[2], 64, None).unwrap();
+    }
+    assert_eq!(back, data, "the bytes went 0 -> 1 -> 2");
+    for (device, block) in blocks.into_iter().enumerate() {
+        core.free(device as i32, block as usize).unwrap();
+    }
+    tear_down(&*core);
+}
+
+/// Each start of the runtime registers one memory-fault handler whose state goes with that runtime
+/// (it was leaked, with a hold on every device's health, per restart); and a start that fails part
+/// way, after `hsa_init`, shuts the runtime down again rather than leaving it started with the old
+/// runtime's handles, so that the next use starts it cleanly.
+#[test]
+fn restarting_the_runtime_leaks_no_fault_handler_and_never_leaves_it_half_started() {
+    use crate::backend::Backend;
+    let _serial = serial();
+    simulated::reset(&[MI250, MI250], 0);
+    let config = Config::from_pairs(&[]);
+    let backend = AmdgpuBackend::with_runtime(super::runtime::Api::new(simulated::runtime()), &config).unwrap();
+    let holds = || Arc::strong_count(&backend.devices[0].health);
+    let initialized = || simulated::world().as_ref().unwrap().initialized;
+    let at_start = holds();
+    for _ in 0..3 {
+        backend.release().unwrap();
+        drop(backend.started().unwrap());
+    }
+    assert_eq!(holds(), at_start, "one fault handler's hold per running runtime");
+    backend.release().unwrap();
+    assert_eq!(initialized(), 0);
+    // The peers' access is asked for after hsa_init and the agents: fail it.
+    simulated::fail_next("hsa_amd_agent_memory_pool_get_info", super::sys::HSA_STATUS_ERROR);
+    let err = backend.started().err().expect("the restart fails").to_string();
+    assert!(err.contains("hsa_amd_agent_memory_pool_get_info"), "{err}");
+    assert_eq!(initialized(), 0, "shut down again");
+    assert!(
+        !crate::util::sync::lock(&backend.runtime).started,
+        "not taken for started"
+    );
+    drop(backend.started().unwrap());
+    assert_eq!(initialized(), 1, "started once, cleanly");
+    backend.release().unwrap();
+    assert_eq!(initialized(), 0);
+    assert_eq!(holds(), at_start - 1, "the last handler went with the runtime");
+}
