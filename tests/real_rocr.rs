@@ -148,13 +148,18 @@ fn gfx90a_programs_run_through_libomptarget_as_on_the_stock_plugin() {
         support::build_gpu_program("target_basic.c", gpu),
         two_images(gpu),
     ];
+    // Locked memory at its host address on the GPU, at another, and the team caps of the environment
+    // (which LLVM 16's stock AMDGPU plugin does not apply).
+    let settings: [&[(&str, &str)]; 3] = [
+        &[("FAKE_KFD_DISTINCT_GPU_ADDRESSES", "0")],
+        &[("FAKE_KFD_DISTINCT_GPU_ADDRESSES", "1")],
+        &[("OMP_NUM_TEAMS", "2"), ("OMP_TEAMS_THREAD_LIMIT", "64")],
+    ];
     for exe in &programs {
-        for distinct in ["0", "1"] {
-            let env = [
-                ("FAKE_KFD_DISTINCT_GPU_ADDRESSES", distinct),
-                ("LIBOMPTARGET_INFO", "16"),
-            ];
-            let what = format!("{} (distinct GPU addresses: {distinct})", exe.display());
+        for setting in settings {
+            let mut env = vec![("LIBOMPTARGET_INFO", "16")];
+            env.extend_from_slice(setting);
+            let what = format!("{} ({setting:?})", exe.display());
             let (stock_ok, stock_out, stock_err) =
                 support::run_with_search_path(exe, &fake.display().to_string(), &env);
             assert!(stock_ok, "{what} under the stock plugin: {stock_err}");

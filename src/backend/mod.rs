@@ -110,6 +110,10 @@ pub struct DeviceLimits {
     /// Whether small device allocations are expensive enough to recycle through the core's memory
     /// manager (`LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`).
     pub recycle_allocations: bool,
+    /// Whether `OMP_NUM_TEAMS` and `OMP_TEAMS_THREAD_LIMIT` cap this device's launches. LLVM 16's stock
+    /// AMDGPU plugin applies them and then overwrites them with the GPU's own limits when it
+    /// initialises the device, so on AMDGPU they have no effect.
+    pub team_caps_apply: bool,
     /// Whether kernels can read and write the host's ordinary (pageable) memory at its host address,
     /// which `requires unified_shared_memory` relies on: the host's own memory on a CPU, pageable
     /// memory access (HMM, ATS) on a GPU.

@@ -126,8 +126,12 @@ pub fn resolve_entries<B: Backend>(
                 limits: KernelLimits::new(
                     limits,
                     symbol.max_threads,
-                    config.max_teams,
-                    config.max_team_threads,
+                    if limits.team_caps_apply { config.max_teams } else { 0 },
+                    if limits.team_caps_apply {
+                        config.max_team_threads
+                    } else {
+                        0
+                    },
                     config.shared_memory_bytes,
                 ),
             }));

@@ -125,6 +125,7 @@ mod tests {
             max_kernel_args: 1024,
             rpc_ports: 4096,
             recycle_allocations: true,
+            team_caps_apply: true,
             reads_host_memory: false,
         }
     }

@@ -289,6 +289,7 @@ impl Backend for FakeGpu {
             max_kernel_args: 64,
             rpc_ports: 64,
             recycle_allocations: true,
+            team_caps_apply: true,
             reads_host_memory: false,
         })
     }

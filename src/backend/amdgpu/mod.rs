@@ -397,6 +397,7 @@ impl Backend for AmdgpuBackend {
             max_kernel_args: MAX_KERNEL_ARGS,
             rpc_ports: gpu::default_rpc_ports(facts.compute_units),
             recycle_allocations: true,
+            team_caps_apply: false,
             reads_host_memory: false,
         })
     }

@@ -717,3 +717,30 @@ fn restarting_the_runtime_leaks_no_fault_handler_and_never_leaves_it_half_starte
     assert_eq!(initialized(), 0);
     assert_eq!(holds(), at_start - 1, "the last handler went with the runtime");
 }
+
+/// `OMP_NUM_TEAMS` and `OMP_TEAMS_THREAD_LIMIT` do not cap AMDGPU launches, as with LLVM 16's stock
+/// AMDGPU plugin, which overwrites both caps with the GPU's own limits when it initialises the device
+/// (measured: the stock plugin over real ROCr launches the same 4 teams of 256 with both set to 2 and
+/// 64; `tests/real_rocr.rs` compares the two plugins' launches).
+#[test]
+fn the_team_caps_of_the_environment_do_not_apply_on_amdgpu_as_with_the_stock_plugin() {
+    let _serial = serial();
+    let (core, addresses, _, _) = loaded_on(
+        MI250,
+        "gfx90a",
+        &[("OMP_NUM_TEAMS", "2"), ("OMP_TEAMS_THREAD_LIMIT", "64")],
+    );
+    let request = LaunchRequest {
+        tripcount: 1000,
+        ..Default::default()
+    };
+    // SAFETY: the simulated kernel has no body.
+    unsafe { core.launch(0, addresses[0], &[std::ptr::null_mut()], &request, None) }.unwrap();
+    let launch = simulated::launches().pop().unwrap();
+    assert_eq!(
+        (launch.grid_size_x / launch.workgroup_size_x, launch.workgroup_size_x),
+        (4, 256),
+        "SPMD: trip count / 256 teams of 256, uncapped"
+    );
+    tear_down(&*core);
+}

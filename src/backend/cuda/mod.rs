@@ -219,6 +219,7 @@ impl CudaBackend {
             max_kernel_args: MAX_KERNEL_ARGS,
             rpc_ports: gpu::default_rpc_ports(multiprocessors),
             recycle_allocations: true,
+            team_caps_apply: true,
             reads_host_memory: read(attribute::PAGEABLE_MEMORY_ACCESS)? != 0,
         })
     }

@@ -114,6 +114,7 @@ impl Backend for HostBackend {
             // room, and the server's pass over the ports stays short.
             rpc_ports: (hardware_threads() * 2).next_power_of_two().clamp(16, 256),
             recycle_allocations: false,
+            team_caps_apply: true,
             reads_host_memory: true,
         })
     }
