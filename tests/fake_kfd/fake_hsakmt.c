@@ -1225,6 +1225,34 @@ static atomic_bool held;
 
 EXPORT void fake_kfd_hold(int on) { atomic_store(&held, on != 0); }
 
+/* Every packet the command processors consumed, in order per queue. */
+#define MAX_LOGGED_PACKETS 65536
+static pthread_mutex_t packet_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_kfd_packet packet_log[MAX_LOGGED_PACKETS];
+static size_t packets_logged;
+
+static void log_packet(const struct fake_queue *q, const uint8_t *pkt, unsigned type) {
+  pthread_mutex_lock(&packet_log_lock);
+  if (packets_logged < MAX_LOGGED_PACKETS) {
+    struct fake_kfd_packet *e = &packet_log[packets_logged];
+    e->queue = (uint64_t)(uintptr_t)q->amd_queue;
+    e->type = type;
+    e->completion_signal = rd64(pkt + 56);
+    e->first_dependency = type == PKT_BARRIER_AND || type == PKT_BARRIER_OR ? rd64(pkt + 8) : 0;
+  }
+  packets_logged++;
+  pthread_mutex_unlock(&packet_log_lock);
+}
+
+EXPORT size_t fake_kfd_packets(struct fake_kfd_packet *out, size_t from, size_t max) {
+  pthread_mutex_lock(&packet_log_lock);
+  size_t total = packets_logged;
+  for (size_t i = 0; out != NULL && i < max && from + i < total && from + i < MAX_LOGGED_PACKETS; i++)
+    out[i] = packet_log[from + i];
+  pthread_mutex_unlock(&packet_log_lock);
+  return total;
+}
+
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_queue *queues;
 static uint64_t next_queue_id = 1; /* ROCr treats QueueId 0 as "no queue" */
@@ -1354,6 +1382,7 @@ static void *command_processor(void *arg) {
     }
     atomic_thread_fence(memory_order_acquire);
     uint64_t start = now_ns();
+    log_packet(q, pkt, type);
     bool done = true;
     switch (type) {
       case PKT_KERNEL_DISPATCH:

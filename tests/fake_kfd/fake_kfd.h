@@ -9,6 +9,7 @@
 #ifndef FAKE_KFD_H
 #define FAKE_KFD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -46,6 +47,21 @@ int fake_kfd_configure(const char *gpu, unsigned gpus, int distinct_gpu_addresse
 
 /* While `on`, no queue consumes packets: work stays queued, as behind a busy GPU. */
 void fake_kfd_hold(int on);
+
+/* A packet a command processor consumed: its queue (the hsa_queue_t, which starts ROCr's
+ * amd_queue_t), AQL packet type, completion signal and, for a barrier, its first dependency. */
+struct fake_kfd_packet {
+  uint64_t queue;
+  uint32_t type;
+  uint32_t reserved;
+  uint64_t completion_signal;
+  uint64_t first_dependency;
+};
+
+/* Copies up to `max` logged packets, from the `from`th on (in the order queues consumed them; per
+ * queue, the ring's order) into `out` (which may be NULL) and returns how many were logged in all.
+ * The log keeps the first 65536. */
+size_t fake_kfd_packets(struct fake_kfd_packet *out, size_t from, size_t max);
 
 /* The host address behind a GPU virtual address. It is the address itself except in the
  * FAKE_KFD_DISTINCT_GPU_ADDRESSES=1 mode, where registered (locked) host memory gets GPU addresses

@@ -248,7 +248,20 @@ impl AqlQueue {
     /// Writes one packet: `body` fills its 64 bytes but the first 4, then the header (and `setup`)
     /// are stored with release ordering, which hands the packet to the device, and the doorbell rung.
     fn push(&self, header: u16, setup: u16, body: impl FnOnce(*mut u8), health: &Health) -> Result<()> {
-        let _slots = lock(&self.slots);
+        let slots = lock(&self.slots);
+        self.push_locked(&slots, header, setup, body, health)
+    }
+
+    /// [`AqlQueue::push`] with the slot lock already held (`_slots`), so that packets pushed under one
+    /// hold of it are consecutive in the ring.
+    fn push_locked(
+        &self,
+        _slots: &std::sync::MutexGuard<'_, ()>,
+        header: u16,
+        setup: u16,
+        body: impl FnOnce(*mut u8),
+        health: &Health,
+    ) -> Result<()> {
         let raw = self.raw.load(Ordering::Acquire);
         if raw.is_null() {
             return Err(crate::util::error::Error::Unsupported(
@@ -282,9 +295,28 @@ impl AqlQueue {
         Ok(())
     }
 
-    /// Queues a kernel dispatch on a 1-D grid.
-    pub fn dispatch(&self, launch: &Dispatch, completion: HsaSignal, health: &Health) -> Result<()> {
-        self.push(
+    /// Queues a kernel dispatch on a 1-D grid, behind a barrier on `after` when there is earlier work
+    /// to wait for: both under one hold of the slot lock, as the stock plugin pushes them, so that no
+    /// other stream's packet lands between them and waits behind a barrier that is not its own.
+    pub fn dispatch(
+        &self,
+        after: Option<HsaSignal>,
+        launch: &Dispatch,
+        completion: HsaSignal,
+        health: &Health,
+    ) -> Result<()> {
+        let slots = lock(&self.slots);
+        if let Some(previous) = after {
+            self.push_locked(
+                &slots,
+                packet_header(packet_type::BARRIER_AND),
+                0,
+                |slot| Self::write_barrier(slot, &[previous], HsaSignal::default()),
+                health,
+            )?;
+        }
+        self.push_locked(
+            &slots,
             packet_header(packet_type::KERNEL_DISPATCH),
             1 << sys::KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
             |slot| {
@@ -313,18 +345,21 @@ impl AqlQueue {
         self.push(
             packet_header(packet_type::BARRIER_AND),
             0,
-            |slot| {
-                let packet = slot.cast::<BarrierAndPacket>();
-                // SAFETY: `slot` is a reserved packet slot (see `push`).
-                unsafe {
-                    for (dep, signal) in (*packet).dep_signal.iter_mut().zip(deps) {
-                        *dep = *signal;
-                    }
-                    (*packet).completion_signal = completion;
-                }
-            },
+            |slot| Self::write_barrier(slot, deps, completion),
             health,
         )
+    }
+
+    /// Fills a barrier-AND packet's body in a reserved slot (see [`AqlQueue::push`]).
+    fn write_barrier(slot: *mut u8, deps: &[HsaSignal], completion: HsaSignal) {
+        let packet = slot.cast::<BarrierAndPacket>();
+        // SAFETY: `slot` is a reserved packet slot (see `push`).
+        unsafe {
+            for (dep, signal) in (*packet).dep_signal.iter_mut().zip(deps) {
+                *dep = *signal;
+            }
+            (*packet).completion_signal = completion;
+        }
     }
 }
 

@@ -45,6 +45,30 @@ struct FakeDriver {
     configure: unsafe extern "C" fn(gpu: *const c_char, gpus: u32, distinct_gpu_addresses: c_int) -> c_int,
     hold: unsafe extern "C" fn(on: c_int),
     set_kernel: unsafe extern "C" fn(kernel_object: u64, body: Option<FakeKernelBody>, ctx: *mut c_void) -> c_int,
+    packets: unsafe extern "C" fn(out: *mut LoggedPacket, from: usize, max: usize) -> usize,
+}
+
+/// A packet the fake's command processor consumed (`struct fake_kfd_packet`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct LoggedPacket {
+    /// The `hsa_queue_t` it was on.
+    queue: u64,
+    /// Its AQL packet type.
+    packet_type: u32,
+    reserved: u32,
+    completion_signal: u64,
+    first_dependency: u64,
+}
+
+/// The packets consumed since the `from`th, and how many were consumed in all.
+fn packets_since(from: usize) -> (Vec<LoggedPacket>, usize) {
+    // SAFETY: a NULL buffer only asks for the count.
+    let total = unsafe { (rocr().fake.packets)(std::ptr::null_mut(), 0, 0) };
+    let mut packets = vec![LoggedPacket::default(); total.saturating_sub(from)];
+    // SAFETY: `packets` holds `packets.len()` entries.
+    unsafe { (rocr().fake.packets)(packets.as_mut_ptr(), from, packets.len()) };
+    (packets, total)
 }
 
 /// The real runtime over the fake driver, opened once per process.
@@ -114,6 +138,7 @@ fn open_rocr() -> Rocr {
         configure: hook(thunk, b"fake_kfd_configure\0"),
         hold: hook(thunk, b"fake_kfd_hold\0"),
         set_kernel: hook(thunk, b"fake_kfd_set_kernel\0"),
+        packets: hook(thunk, b"fake_kfd_packets\0"),
     };
     drop(lock);
     let mut recorded = real;
@@ -880,5 +905,90 @@ impl<G: SimulatedGpu> Drop for RocrHarness<G> {
         let mut r = record();
         r.bodies.clear();
         r.faulting.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_void;
+
+    use super::{packets_since, record, RocrHarness};
+    use crate::backend::amdgpu::harness::Mi250;
+    use crate::backend::amdgpu::sys::packet_type;
+    use crate::backend::suite::{in_own_process, Harness};
+    use crate::plugin::LaunchRequest;
+
+    /// A launch behind earlier work on its stream is a barrier-AND packet and a dispatch, pushed as
+    /// one, as the stock plugin pushes them under one lock: another stream's packet between them
+    /// would wait behind a barrier that is not its own. Eight streams on one HSA queue launch while
+    /// the GPU is held, then the ring's order is read from the fake driver's packet log.
+    #[test]
+    fn a_barrier_and_its_dispatch_are_pushed_as_one() {
+        in_own_process(
+            concat!(module_path!(), "::a_barrier_and_its_dispatch_are_pushed_as_one"),
+            barrier_and_dispatch_pushed_as_one,
+        );
+    }
+
+    fn barrier_and_dispatch_pushed_as_one() {
+        let h = RocrHarness::<Mi250>::start(1, &[("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "1")]);
+        let core = h.core();
+        core.init_device(0).unwrap();
+        let program = h.program();
+        let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
+        let kernel = loaded.addresses[program.generic];
+        let (_, before) = packets_since(0);
+        h.hold(true);
+        let request = LaunchRequest {
+            nowait: true,
+            ..Default::default()
+        };
+        let queues: Vec<usize> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut queue: *mut c_void = std::ptr::null_mut();
+                        for _ in 0..24 {
+                            // SAFETY: the kernel runs no body; its one argument is only passed along.
+                            unsafe { core.launch(0, kernel, &[std::ptr::null_mut()], &request, Some(&mut queue)) }
+                                .unwrap();
+                        }
+                        queue as usize
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        h.hold(false);
+        for queue in queues {
+            let mut queue = queue as *mut c_void;
+            core.synchronize(0, &mut queue).unwrap();
+        }
+        let ours = record().queues.clone();
+        let (packets, _) = packets_since(before);
+        let ring: Vec<u32> = packets
+            .iter()
+            .filter(|p| ours.contains(&(p.queue as usize)))
+            .map(|p| p.packet_type)
+            .collect();
+        let barriers = ring
+            .iter()
+            .filter(|&&t| t == u32::from(packet_type::BARRIER_AND))
+            .count();
+        assert_eq!(
+            barriers,
+            8 * 23,
+            "every launch after a stream's first waits for the one before"
+        );
+        for (at, pair) in ring.windows(2).enumerate() {
+            if pair[0] == u32::from(packet_type::BARRIER_AND) {
+                assert_eq!(
+                    pair[1],
+                    u32::from(packet_type::KERNEL_DISPATCH),
+                    "packet {at}'s barrier is followed by its own dispatch: {ring:?}"
+                );
+            }
+        }
+        assert!(core.deinit().unwrap());
     }
 }

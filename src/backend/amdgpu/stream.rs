@@ -310,11 +310,9 @@ impl AmdStream {
         }
         let mut state = lock(&self.state);
         let result = (|| {
-            if let Some(previous) = state.pending() {
-                self.queue.barrier(&[previous], HsaSignal::default(), &device.health)?;
-            }
             let signal = self.ready.signals.take()?;
             self.queue.dispatch(
+                state.pending(),
                 &Dispatch {
                     kernargs: kernargs.ptr,
                     ..launch
