@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::runtime::Api;
-use super::sys::{self, fence_scope, packet_header, packet_type, BarrierAndPacket, HsaQueue, HsaSignal, HsaStatus};
+use super::sys::{
+    self, fence_scope, packet_header, packet_type, BarrierAndPacket, HsaQueue, HsaSignal, HsaSignalValue, HsaStatus,
+};
 use crate::util::error::{Error, Result, HSA};
 use crate::util::sync::lock;
 
@@ -70,8 +72,9 @@ pub unsafe extern "C" fn on_queue_error(status: HsaStatus, _queue: *mut HsaQueue
 }
 
 /// The signals of one device, each taken for an operation and free again when nothing refers to it
-/// any more. The pool holds every signal it made as an `Arc`, so that taking one allocates nothing
-/// on the host (a launch must not): a signal is free when the pool holds its only reference.
+/// any more. A signal is handed out as a [`PooledSignal`], whose last share puts it back on the
+/// pool's free list, so that taking one is O(1) and allocates nothing on the host (a launch must
+/// not): the pool holds every signal it made, and its free list has room for all of them.
 pub struct SignalPool {
     api: Api,
     /// The device's health, which waits on its signals watch (a wait from another device too).
@@ -79,10 +82,10 @@ pub struct SignalPool {
     all: Mutex<Signals>,
 }
 
-/// The pool's signals and where the next search for a free one starts.
+/// The pool's signals, and the indexes of those nothing else refers to.
 struct Signals {
     signals: Vec<Arc<Signal>>,
-    next: usize,
+    free: Vec<usize>,
 }
 
 impl SignalPool {
@@ -93,16 +96,16 @@ impl SignalPool {
             health: Arc::clone(health),
             all: Mutex::new(Signals {
                 signals: Vec::with_capacity(initial),
-                next: 0,
+                free: Vec::with_capacity(initial),
             }),
         });
-        for _ in 0..initial {
-            match api.signal_create(0) {
-                Ok(raw) => lock(&pool.all).signals.push(Arc::new(Signal {
-                    raw,
-                    api,
-                    health: Arc::clone(health),
-                })),
+        for index in 0..initial {
+            match pool.make(0, index) {
+                Ok(signal) => {
+                    let mut all = lock(&pool.all);
+                    all.free.push(index);
+                    all.signals.push(signal);
+                }
                 Err(e) => {
                     let _ = pool.destroy_all();
                     return Err(e);
@@ -112,43 +115,50 @@ impl SignalPool {
         Ok(pool)
     }
 
+    /// A new signal of this pool, to be its `index`th.
+    fn make(self: &Arc<Self>, initial: HsaSignalValue, index: usize) -> Result<Arc<Signal>> {
+        Ok(Arc::new(Signal {
+            raw: self.api.signal_create(initial)?,
+            api: self.api,
+            health: Arc::clone(&self.health),
+            pool: Arc::downgrade(self),
+            index,
+        }))
+    }
+
     /// The runtime the signals belong to.
     pub fn api(&self) -> Api {
         self.api
     }
 
     /// A signal set to 1 (pending): a free one, else a new one (the pool grows).
-    pub fn take(self: &Arc<Self>) -> Result<Arc<Signal>> {
+    pub fn take(self: &Arc<Self>) -> Result<PooledSignal> {
         let mut all = lock(&self.all);
-        let count = all.signals.len();
-        // Under the lock, a count of 1 means only the pool refers to the signal: nobody can clone it
-        // but `take`, and other holders can only let go of theirs.
-        let free = (0..count)
-            .map(|i| (all.next + i) % count)
-            .find(|&i| Arc::strong_count(&all.signals[i]) == 1);
-        let signal = match free {
-            Some(i) => {
-                all.next = (i + 1) % count;
-                Arc::clone(&all.signals[i])
-            }
+        // Under the lock, a free index names a signal only the pool refers to (see PooledSignal's drop).
+        let signal = match all.free.pop() {
+            Some(index) => Arc::clone(&all.signals[index]),
             None => {
-                let signal = Arc::new(Signal {
-                    raw: self.api.signal_create(1)?,
-                    api: self.api,
-                    health: Arc::clone(&self.health),
-                });
+                let signal = self.make(1, all.signals.len())?;
                 all.signals.push(Arc::clone(&signal));
+                // Room for every signal on the free list: giving one back never allocates.
+                let room = all.signals.len();
+                all.free.reserve(room);
                 signal
             }
         };
+        drop(all);
         self.api.signal_store(signal.raw, 1);
-        Ok(signal)
+        Ok(PooledSignal(Some(signal)))
     }
 
     /// Destroys every signal nothing refers to any more; the first failure is reported, the rest
     /// still destroyed.
     pub fn destroy_all(&self) -> Result<()> {
-        let signals = std::mem::take(&mut lock(&self.all).signals);
+        let signals = {
+            let mut all = lock(&self.all);
+            all.free.clear();
+            std::mem::take(&mut all.signals)
+        };
         let mut result = Ok(());
         for signal in signals {
             if let Some(signal) = Arc::into_inner(signal) {
@@ -162,12 +172,50 @@ impl SignalPool {
     }
 }
 
+/// A signal taken from a [`SignalPool`], shared (cloned) by everything that names or waits on it;
+/// when the last share goes, the signal goes back on the pool's free list.
+pub struct PooledSignal(Option<Arc<Signal>>);
+
+impl Clone for PooledSignal {
+    fn clone(&self) -> PooledSignal {
+        PooledSignal(self.0.clone())
+    }
+}
+
+impl std::ops::Deref for PooledSignal {
+    type Target = Signal;
+    fn deref(&self) -> &Signal {
+        self.0.as_ref().expect("a pooled signal is only emptied by its drop")
+    }
+}
+
+impl Drop for PooledSignal {
+    /// Lets go of this share under the pool's lock, so that of shares dropped at once exactly one
+    /// sees that only the pool is left; it puts the signal on the free list (unless the pool
+    /// destroyed its signals meanwhile).
+    fn drop(&mut self) {
+        let Some(signal) = self.0.take() else { return };
+        let Some(pool) = signal.pool.upgrade() else { return };
+        let mut all = lock(&pool.all);
+        let index = signal.index;
+        let last_share = Arc::strong_count(&signal) == 2;
+        let still_pooled = all.signals.get(index).is_some_and(|s| Arc::ptr_eq(s, &signal));
+        drop(signal);
+        if last_share && still_pooled {
+            all.free.push(index);
+        }
+    }
+}
+
 /// A signal of a device's pool (see [`SignalPool`]).
 pub struct Signal {
     raw: HsaSignal,
     api: Api,
     /// The health of the device whose operation it marks.
     health: Arc<Health>,
+    /// The pool it goes back to, and its place there.
+    pool: std::sync::Weak<SignalPool>,
+    index: usize,
 }
 
 impl Signal {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use super::device::{AmdDevice, Ready};
 use super::memory::{DirectRanges, HostBuffer};
-use super::queue::{AqlQueue, Dispatch, Signal};
+use super::queue::{AqlQueue, Dispatch, PooledSignal, Signal};
 use super::runtime::Api;
 use super::sys::{HsaAgent, HsaSignal, HsaSignalValue};
 use crate::util::error::Result;
@@ -64,11 +64,11 @@ enum Held {
 /// One thing held, and the signal that says it is no longer used (`None`: nothing in flight uses it).
 struct Kept {
     held: Held,
-    until: Option<Arc<Signal>>,
+    until: Option<PooledSignal>,
 }
 
 impl Kept {
-    fn new(held: Held, until: Option<&Arc<Signal>>) -> Kept {
+    fn new(held: Held, until: Option<&PooledSignal>) -> Kept {
         Kept {
             held,
             until: until.cloned(),
@@ -143,7 +143,7 @@ impl Leftovers {
 /// A stream's state: the last operation's signal and what earlier ones still need.
 #[derive(Default)]
 struct State {
-    last: Option<Arc<Signal>>,
+    last: Option<PooledSignal>,
     kept: Vec<Kept>,
 }
 
@@ -155,13 +155,13 @@ impl State {
 
     /// Makes `signal` the last operation's, keeping the previous one alive for the packets that
     /// name it.
-    fn follow(&mut self, signal: Arc<Signal>) {
+    fn follow(&mut self, signal: PooledSignal) {
         if let Some(previous) = self.last.replace(signal) {
             self.hold(Held::Signal, Some(&previous));
         }
     }
 
-    fn hold(&mut self, held: Held, until: Option<&Arc<Signal>>) {
+    fn hold(&mut self, held: Held, until: Option<&PooledSignal>) {
         self.kept.push(Kept::new(held, until));
     }
 }
@@ -178,7 +178,7 @@ pub struct AmdStream {
 /// An event: the signal of the operation that was last on a stream when it was recorded.
 pub struct AmdEvent {
     handle: Box<u8>,
-    recorded: Mutex<Option<Arc<Signal>>>,
+    recorded: Mutex<Option<PooledSignal>>,
 }
 
 impl AmdEvent {
@@ -415,7 +415,7 @@ impl AmdStream {
                     };
                 // From here on the stream's next wait covers the handler.
                 state.hold(Held::HostCopy(copy), Some(&done));
-                state.follow(Arc::clone(&done));
+                state.follow(done.clone());
                 Some(done)
             }
         };
@@ -487,7 +487,7 @@ impl AmdStream {
             return Err(e);
         }
         // From here on the stream's next wait covers the copy.
-        state.follow(Arc::clone(&arrived));
+        state.follow(arrived.clone());
         // SAFETY: `dst` per this function's contract; `staging` is held until `done`.
         let copy = match unsafe {
             HostCopy::run_after(

@@ -744,3 +744,38 @@ fn the_team_caps_of_the_environment_do_not_apply_on_amdgpu_as_with_the_stock_plu
     );
     tear_down(&*core);
 }
+
+/// A signal goes back to its pool's free list when its last share goes, not before, and taking one
+/// reuses it rather than making another; a signal still shared when the pool destroys its signals is
+/// not put back afterwards. (Taking one used to scan the whole pool for a free one: 27 µs per take
+/// with 16,000 signals in use, against 0.35 µs now, in the simulated runtime.)
+#[test]
+fn signals_go_back_to_the_pool_when_their_last_share_goes() {
+    let _serial = serial();
+    simulated::reset(&[MI250], 0);
+    let api = super::runtime::Api::new(simulated::runtime());
+    api.init().unwrap();
+    let health = Arc::new(super::queue::Health::default());
+    let pool = super::queue::SignalPool::new(api, 2, &health).unwrap();
+    let made = || simulated::calls("hsa_amd_signal_create");
+    assert_eq!(made(), 2);
+    let (a, b) = (pool.take().unwrap(), pool.take().unwrap());
+    let shared = a.clone();
+    let a_raw = a.raw();
+    drop(a);
+    let c = pool.take().unwrap();
+    assert_ne!(c.raw(), a_raw, "a signal still shared is not free");
+    assert_eq!(made(), 3, "the pool grew");
+    drop(shared);
+    let again = pool.take().unwrap();
+    assert_eq!(again.raw(), a_raw, "the last share gave it back");
+    assert_eq!(made(), 3);
+    drop((again, c));
+    pool.destroy_all().unwrap();
+    drop(b);
+    let fresh = pool.take().unwrap();
+    assert_eq!(made(), 4, "the destroyed pool's survivor was not put back");
+    drop(fresh);
+    pool.destroy_all().unwrap();
+    api.shut_down().unwrap();
+}
