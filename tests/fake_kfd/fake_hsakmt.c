@@ -999,6 +999,30 @@ static void raise_event_id(uint32_t id) {
   pthread_mutex_unlock(&ev_lock);
 }
 
+EXPORT int fake_kfd_memory_fault(unsigned gpu, uint64_t virtual_address) {
+  int found = -1;
+  pthread_mutex_lock(&ev_lock);
+  ev_init_locked();
+  for (uint32_t id = 1; id < MAX_EVENTS && found < 0; id++) {
+    struct fake_event *e = events[id];
+    if (e == NULL || e->ev.EventData.EventType != HSA_EVENTTYPE_MEMORY) continue;
+    /* What the KFD reports: the node, the address, why, and that the process cannot go on using
+     * the GPU (ROCr's wait only returns for a memory event with this flag). */
+    HsaMemoryAccessFault *fault = &e->ev.EventData.EventData.MemoryAccessFault;
+    memset(fault, 0, sizeof *fault);
+    fault->NodeId = 1 + gpu;
+    fault->VirtualAddress = virtual_address;
+    fault->Failure.NotPresent = 1;
+    fault->Flags = HSA_EVENTID_MEMORY_FATAL_PROCESS;
+    set_event_locked(e);
+    found = 0;
+  }
+  pthread_mutex_unlock(&ev_lock);
+  LOG("memory fault on GPU %u at 0x%llx: %s\n", gpu, (unsigned long long)virtual_address,
+      found == 0 ? "reported" : "no memory event to report it on");
+  return found;
+}
+
 EXPORT HSAKMT_STATUS hsaKmtWaitOnMultipleEvents(HsaEvent *Events[], HSAuint32 NumEvents,
                                                 bool WaitOnAll, HSAuint32 Milliseconds) {
   FAIL_POINT();

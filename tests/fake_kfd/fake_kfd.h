@@ -63,6 +63,13 @@ struct fake_kfd_packet {
  * The log keeps the first 65536. */
 size_t fake_kfd_packets(struct fake_kfd_packet *out, size_t from, size_t max);
 
+/* A GPU memory fault, as the KFD reports one: the memory event ROCr made (HSA_EVENTTYPE_MEMORY)
+ * gets the fault (`gpu`: 0 for the first GPU; page not present at `virtual_address`; fatal to the
+ * process) and is set. ROCr then calls its system event handlers with HSA_AMD_GPU_MEMORY_FAULT_EVENT,
+ * or, with none, prints "Memory access fault by GPU" and aborts. Returns 0, or -1 when ROCr made no
+ * memory event (not initialised). */
+int fake_kfd_memory_fault(unsigned gpu, uint64_t virtual_address);
+
 /* The host address behind a GPU virtual address. It is the address itself except in the
  * FAKE_KFD_DISTINCT_GPU_ADDRESSES=1 mode, where registered (locked) host memory gets GPU addresses
  * that the host cannot dereference; kernel bodies use this to follow such pointers. */

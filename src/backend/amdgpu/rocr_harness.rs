@@ -46,6 +46,8 @@ struct FakeDriver {
     hold: unsafe extern "C" fn(on: c_int),
     set_kernel: unsafe extern "C" fn(kernel_object: u64, body: Option<FakeKernelBody>, ctx: *mut c_void) -> c_int,
     packets: unsafe extern "C" fn(out: *mut LoggedPacket, from: usize, max: usize) -> usize,
+    memory_fault: unsafe extern "C" fn(gpu: u32, virtual_address: u64) -> c_int,
+    fail_next: unsafe extern "C" fn(thunk_function: *const c_char),
 }
 
 /// A packet the fake's command processor consumed (`struct fake_kfd_packet`).
@@ -139,6 +141,8 @@ fn open_rocr() -> Rocr {
         hold: hook(thunk, b"fake_kfd_hold\0"),
         set_kernel: hook(thunk, b"fake_kfd_set_kernel\0"),
         packets: hook(thunk, b"fake_kfd_packets\0"),
+        memory_fault: hook(thunk, b"fake_kfd_memory_fault\0"),
+        fail_next: hook(thunk, b"fake_kfd_fail_next\0"),
     };
     drop(lock);
     let mut recorded = real;
@@ -912,10 +916,12 @@ impl<G: SimulatedGpu> Drop for RocrHarness<G> {
 mod tests {
     use std::ffi::c_void;
 
-    use super::{packets_since, record, RocrHarness};
+    use super::{packets_since, record, rocr, RocrHarness};
     use crate::backend::amdgpu::harness::Mi250;
     use crate::backend::amdgpu::sys::packet_type;
+    use crate::backend::suite::Live;
     use crate::backend::suite::{in_own_process, Harness};
+    use crate::backend::AllocKind;
     use crate::plugin::LaunchRequest;
 
     /// A launch behind earlier work on its stream is a barrier-AND packet and a dispatch, pushed as
@@ -990,5 +996,115 @@ mod tests {
             }
         }
         assert!(core.deinit().unwrap());
+    }
+
+    /// A GPU memory fault as the kernel driver reports it (ROCr's memory event) reaches the plugin
+    /// through the runtime's system event handler: the waiting operation fails naming the address,
+    /// later work is refused with the same error, and teardown still releases everything.
+    #[test]
+    fn a_memory_fault_reported_by_the_driver_fails_the_device_cleanly() {
+        in_own_process(
+            concat!(
+                module_path!(),
+                "::a_memory_fault_reported_by_the_driver_fails_the_device_cleanly"
+            ),
+            memory_fault_fails_the_device,
+        );
+    }
+
+    fn memory_fault_fails_the_device() {
+        let h = RocrHarness::<Mi250>::start(1, &[]);
+        let core = h.core();
+        core.init_device(0).unwrap();
+        let program = h.program();
+        let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
+        let kernel = loaded.addresses[program.generic];
+        h.hold(true);
+        let request = LaunchRequest {
+            nowait: true,
+            ..Default::default()
+        };
+        let mut queue: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the kernel runs no body; its one argument is only passed along.
+        unsafe { core.launch(0, kernel, &[std::ptr::null_mut()], &request, Some(&mut queue)) }.unwrap();
+        // SAFETY: a hook of fake_kfd.h without preconditions.
+        assert_eq!(
+            unsafe { (rocr().fake.memory_fault)(0, 0xdead_0000) },
+            0,
+            "ROCr's memory event"
+        );
+        let expected = "memory fault at address 0xdead0000";
+        let err = core.synchronize(0, &mut queue).unwrap_err().to_string();
+        assert!(err.contains(expected), "{err}");
+        // Memory may still be allocated and freed (the stock plugin would have ended the process).
+        if let Ok(block) = core.alloc(0, 64, AllocKind::Device) {
+            core.free(0, block as usize).unwrap();
+        }
+        let launched = {
+            let mut again: *mut c_void = std::ptr::null_mut();
+            // SAFETY: as above.
+            unsafe { core.launch(0, kernel, &[std::ptr::null_mut()], &request, Some(&mut again)) }
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(launched.contains(expected), "later work is refused: {launched}");
+        h.hold(false);
+        match core.deinit() {
+            Ok(done) => assert!(done),
+            Err(e) => assert!(e.to_string().contains(expected), "{e}"),
+        }
+        assert_eq!(h.live(), Live::NONE);
+    }
+
+    /// The kernel driver refusing what the runtime asks of it (device memory, a mapping, pinning host
+    /// memory, a queue) reaches the plugin as the runtime's own error, through ROCr's real handling:
+    /// the operation fails cleanly or, for memory, is retried once the core's cache is given back,
+    /// and the same operation then succeeds.
+    #[test]
+    fn the_kernel_driver_refusing_once_is_reported_and_survived() {
+        in_own_process(
+            concat!(
+                module_path!(),
+                "::the_kernel_driver_refusing_once_is_reported_and_survived"
+            ),
+            driver_refusals_are_survived,
+        );
+    }
+
+    fn driver_refusals_are_survived() {
+        let h = RocrHarness::<Mi250>::start(1, &[]);
+        let core = h.core();
+        let refuse = |thunk: &std::ffi::CStr| {
+            // SAFETY: a hook of fake_kfd.h with a NUL-terminated name.
+            unsafe { (rocr().fake.fail_next)(thunk.as_ptr()) }
+        };
+        refuse(c"hsaKmtCreateQueue");
+        let err = core.init_device(0).unwrap_err().to_string();
+        assert!(err.contains("hsa_queue_create"), "{err}");
+        core.init_device(0).unwrap();
+        for thunk in [c"hsaKmtAllocMemory", c"hsaKmtMapMemoryToGPUNodes"] {
+            refuse(thunk);
+            match core.alloc(0, 64 << 20, AllocKind::Device) {
+                Ok(block) => core.free(0, block as usize).unwrap(),
+                // ROCr answers HSA_STATUS_ERROR_OUT_OF_RESOURCES, the core's out-of-memory error.
+                Err(e) => assert!(
+                    matches!(e, crate::util::error::Error::OutOfMemory { size } if size == 64 << 20),
+                    "{thunk:?}: {e}"
+                ),
+            }
+            let block = core.alloc(0, 64 << 20, AllocKind::Device).unwrap();
+            core.free(0, block as usize).unwrap();
+        }
+        let mut host = vec![0u8; 1 << 20];
+        refuse(c"hsaKmtRegisterMemoryWithFlags");
+        let err = core
+            .lock_host(0, host.as_mut_ptr().cast(), host.len())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hsa_amd_memory_lock"), "{err}");
+        core.lock_host(0, host.as_mut_ptr().cast(), host.len()).unwrap();
+        core.unlock_host(0, host.as_mut_ptr().cast()).unwrap();
+        assert!(core.deinit().unwrap());
+        assert_eq!(h.live(), Live::NONE);
     }
 }
