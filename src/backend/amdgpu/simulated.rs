@@ -9,6 +9,14 @@
 //! and can be made to fail once ([`fail_next`]), so that fault handling is tested call by call; misuse
 //! the real runtime would not report (a load of a destroyed signal, say) is collected in
 //! [`World::misuse`] for tests to check.
+//!
+//! Debian's real ROCr 5.2.3 over the fake kernel driver of `tests/fake_kfd` runs the same backend
+//! suite (`rocr_harness.rs`), so where both run a case they must agree. This runtime stays for what
+//! the real one cannot give: misuse the hardware would only show as a wrong result or a hang (memory
+//! reached by an agent it was never opened to, a kernel reading kernel arguments outside the buffer it
+//! was given, a destroyed signal used), GPUs and runtimes other than Debian's ROCr and the fake's two
+//! models (generic ISAs, RDNA 3, many GPUs, odd queue limits, a capped pool), every entry point failing
+//! once without a process per case, and tests that need no runtime binaries at all.
 
 use std::alloc::Layout;
 use std::collections::{HashMap, VecDeque};
