@@ -280,6 +280,8 @@ EXPORT HSAKMT_STATUS hsaKmtGetNodeProperties(HSAuint32 NodeId, HsaNodeProperties
     p->FComputeIdLo = 0x80000000u;
     p->Capability.ui32.DoorbellType = 2; /* 64-bit AQL doorbells: the write index is stored */
     p->Capability.ui32.QueueSizePowerOfTwo = 1;
+    /* SRAM ECC on for the gfx90a, as on an MI200 (ROCr then names its ISA gfx90a:sramecc+:xnack-). */
+    p->Capability.ui32.SRAM_EDCSupport = cfg.gpu == GPU_GFX90A;
     p->MaxWavesPerSIMD = g->waves_per_simd;
     p->LDSSizeInKB = 64;
     p->WaveFrontSize = g->wavefront_size;

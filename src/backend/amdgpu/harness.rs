@@ -15,9 +15,10 @@ use super::tests::{code_object, core_on, serial};
 use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
 use crate::plugin::PluginApi;
 
-/// An MI250's GCD: gfx90a, 104 compute units, 64-lane wavefronts.
+/// An MI250's GCD: gfx90a with SRAM ECC on and XNACK off (ROCm's defaults for it), 104 compute
+/// units, 64-lane wavefronts.
 pub(super) const MI250: SimAgent = SimAgent {
-    name: "gfx90a",
+    name: "gfx90a:sramecc+:xnack-",
     compute_units: 104,
     wavefront_size: 64,
     generic_isa: None,
@@ -151,7 +152,7 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
 
     fn program(&self) -> TestProgram {
         // Each kernel's argument segment holds one pointer; the backend refuses more.
-        TestProgram::of_cuda_module(code_object(G::AGENT.name), 1)
+        TestProgram::of_cuda_module(code_object(G::AGENT.processor()), 1)
     }
 
     fn default_geometry(&self) -> (u32, u32) {

@@ -696,7 +696,7 @@ impl<G: SimulatedGpu> Harness for RocrHarness<G> {
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let rocr = rocr();
         *record() = Record::default();
-        let gpu = CString::new(G::AGENT.name).unwrap();
+        let gpu = CString::new(G::AGENT.processor()).unwrap();
         // SAFETY: the hooks of fake_kfd.h, with a NUL-terminated model name.
         let configured = || unsafe {
             (rocr.fake.hold)(0);
@@ -743,12 +743,12 @@ impl<G: SimulatedGpu> Harness for RocrHarness<G> {
     }
 
     fn program(&self) -> TestProgram {
-        TestProgram::of_cuda_module(code_object(G::AGENT.name), KERNEL_ARGUMENTS)
+        TestProgram::of_cuda_module(code_object(G::AGENT.processor()), KERNEL_ARGUMENTS)
     }
 
     fn default_geometry(&self) -> (u32, u32) {
         // LLVM 16's defaults: 256 work-items, compute units × 4 work-groups (the fake's CU counts).
-        let compute_units = match G::AGENT.name {
+        let compute_units = match G::AGENT.processor() {
             "gfx90a" => 104,
             _ => 60,
         };
@@ -756,7 +756,7 @@ impl<G: SimulatedGpu> Harness for RocrHarness<G> {
     }
 
     fn device_memory(&self) -> u64 {
-        match G::AGENT.name {
+        match G::AGENT.processor() {
             "gfx90a" => 64 << 30,
             _ => 16 << 30,
         }
@@ -853,7 +853,7 @@ impl<G: SimulatedGpu> Harness for RocrHarness<G> {
     fn module_global(&self, name: &str) -> Option<(usize, usize)> {
         // ROCr registers no local variable, so the address comes from the image's symbol table and the
         // load delta of a variable the backend looked up.
-        let image = code_object(G::AGENT.name);
+        let image = code_object(G::AGENT.processor());
         let elf = crate::util::elf::Image::parse(&image)?;
         let delta = record()
             .variables
@@ -1106,5 +1106,139 @@ mod tests {
         core.unlock_host(0, host.as_mut_ptr().cast()).unwrap();
         assert!(core.deinit().unwrap());
         assert_eq!(h.live(), Live::NONE);
+    }
+
+    /// What a runtime answers to the calls the backend makes to start, find its devices and their
+    /// pools, copy through device memory and load a code object (and refuse a truncated one): one
+    /// line per answer, leaving out what only says which GPU model the fake presents.
+    fn account(api: crate::backend::amdgpu::runtime::Api, image: &[u8]) -> Vec<String> {
+        use crate::backend::amdgpu::sys::{agent_info, device_type, symbol_kind, HsaSignal};
+        let mut lines = Vec::new();
+        api.init().unwrap();
+        let agents = api.agents().unwrap();
+        let gpu = agents.iter().find(|a| a.device_type == device_type::GPU).unwrap().agent;
+        let cpu = agents.iter().find(|a| a.device_type == device_type::CPU).unwrap().agent;
+        lines.push(format!(
+            "agents: {:?}",
+            agents.iter().map(|a| a.device_type).collect::<Vec<_>>()
+        ));
+        lines.push(format!("gpu isas: {:?}", api.isa_names(gpu).unwrap()));
+        for (attribute, what) in [
+            (agent_info::WAVEFRONT_SIZE, "wavefront"),
+            (agent_info::WORKGROUP_MAX_SIZE, "work-group max"),
+            (agent_info::FEATURE, "feature"),
+        ] {
+            lines.push(format!(
+                "gpu {what}: {}",
+                api.agent_u32(gpu, attribute, "info").unwrap()
+            ));
+        }
+        for (agent, name) in [(cpu, "cpu"), (gpu, "gpu")] {
+            for pool in api.pools(agent).unwrap() {
+                lines.push(format!(
+                    "{name} pool: segment {} flags {:#x} allocatable {}; the gpu's access {}",
+                    pool.segment,
+                    pool.global_flags,
+                    pool.alloc_allowed,
+                    api.pool_access(gpu, pool.pool).unwrap()
+                ));
+            }
+        }
+        // A round trip through device memory, from and to host pool memory opened to the GPU.
+        let device_pool = api.pools(gpu).unwrap()[0].pool;
+        let host_pool = api.pools(cpu).unwrap()[0].pool;
+        let (size, pattern) = (1 << 16, 0x5au8);
+        let device = api.pool_allocate(device_pool, size).unwrap();
+        let host = api.pool_allocate_for(host_pool, 2 * size, &[gpu]).unwrap().cast::<u8>();
+        let done = api.signal_create(1).unwrap();
+        // SAFETY: both blocks are `size` bytes or more, reachable by the GPU; each copy is waited for.
+        unsafe {
+            std::ptr::write_bytes(host, pattern, size);
+            api.async_copy(device, host.cast(), size, gpu, &[], done).unwrap();
+            api.signal_wait_zero(done, u64::MAX);
+            api.signal_store(done, 1);
+            api.async_copy(host.add(size).cast(), device, size, gpu, &[] as &[HsaSignal], done)
+                .unwrap();
+            api.signal_wait_zero(done, u64::MAX);
+            let back = std::slice::from_raw_parts(host.add(size), size);
+            lines.push(format!("round trip: {}", back.iter().all(|&b| b == pattern)));
+            api.signal_destroy(done).unwrap();
+            api.pool_free(device).unwrap();
+            api.pool_free(host.cast()).unwrap();
+        }
+        let (executable, reader) = api.load_executable(gpu, image).unwrap();
+        let (entries, spmd, generic) = crate::plugin::HostEntry::cuda_module_entries_of(image);
+        for name in [spmd, generic] {
+            let symbol = api
+                .symbol(executable, gpu, &std::ffi::CString::new(format!("{name}.kd")).unwrap())
+                .unwrap()
+                .unwrap();
+            let info = api.kernel_info(symbol).unwrap();
+            lines.push(format!(
+                "kernel: kind {} kernarg {} group {} private {}",
+                api.symbol_kind(symbol).unwrap(),
+                info.kernarg_segment_size,
+                info.group_segment_size,
+                info.private_segment_size
+            ));
+        }
+        let counter = api
+            .symbol(executable, gpu, entries[2].name.as_c_str())
+            .unwrap()
+            .unwrap();
+        lines.push(format!(
+            "counter: kind {} (variable {}), size {}",
+            api.symbol_kind(counter).unwrap(),
+            symbol_kind::VARIABLE,
+            api.variable_info(counter).unwrap().1
+        ));
+        let client = api.symbol(executable, gpu, c"omprpc_client_object").unwrap();
+        lines.push(format!("a local object found by name: {}", client.is_some()));
+        // SAFETY: nothing uses the executable.
+        unsafe { api.destroy_executable(executable, reader) }.unwrap();
+        // Another machine's ELF file (e_machine, at 18: x86-64's 62).
+        let mut foreign = image.to_vec();
+        foreign[18..20].copy_from_slice(&62u16.to_le_bytes());
+        let refused = api.load_executable(gpu, &foreign).err();
+        lines.push(format!(
+            "an x86-64 ELF file: {}",
+            refused.map_or("loaded".into(), |e| e.to_string())
+        ));
+        api.shut_down().unwrap();
+        lines
+    }
+
+    /// The simulated runtime and the real one give the same account of what the backend asks (see
+    /// [`account`]), for a wave64 and a wave32 GPU: where they differ, the simulator is wrong.
+    #[test]
+    fn the_simulated_runtime_answers_as_the_real_one() {
+        in_own_process(
+            concat!(module_path!(), "::the_simulated_runtime_answers_as_the_real_one"),
+            simulated_and_real_agree,
+        );
+    }
+
+    fn simulated_and_real_agree() {
+        use crate::backend::amdgpu::harness::{MI250, RX6900};
+        use crate::backend::amdgpu::{runtime::Api, simulated};
+        let rocr = rocr();
+        for (agent, model) in [(MI250, c"gfx90a"), (RX6900, c"gfx1030")] {
+            let image = crate::backend::amdgpu::tests::code_object(agent.processor());
+            let real = {
+                // SAFETY: the hook of fake_kfd.h, with a NUL-terminated model name, the runtime closed.
+                assert_eq!(unsafe { (rocr.fake.configure)(model.as_ptr(), 1, 0) }, 0);
+                account(Api::new(rocr.real), &image)
+            };
+            let imitated = {
+                let _serial = crate::backend::amdgpu::tests::serial();
+                simulated::reset(&[agent], 0);
+                account(Api::new(simulated::runtime()), &image)
+            };
+            assert_eq!(
+                imitated, real,
+                "{}: the simulated runtime, then the real one",
+                agent.name
+            );
+        }
     }
 }
