@@ -14,6 +14,11 @@ use crate::util::address_map::AddressMap;
 use crate::util::error::{Error, Result};
 use crate::util::sync::read;
 
+/// How long the end of a queue's host-calling kernels waits for calls they left behind that another
+/// thread is serving (a handler that hangs must not hang the program's synchronisation).
+#[cfg(feature = "rpc")]
+const LAST_CALLS_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A backend queue with what the core keeps for it.
 pub struct QueueSlot<B: Backend> {
     /// The backend's queue.
@@ -63,6 +68,13 @@ impl<B: Backend> QueueSlot<B> {
             return;
         }
         let kernels = self.rpc_kernels.swap(0, Ordering::AcqRel);
+        #[cfg(feature = "rpc")]
+        {
+            // A kernel does not wait for its one-way calls (free, say): serve what is left before the
+            // kernel is reported done, so that their effects and messages precede the program's next
+            // statement (a call another thread is serving is waited for, a bounded time).
+            crate::rpc::service::serve_what_is_waiting(LAST_CALLS_WAIT);
+        }
         device.rpc_kernels_in_flight.fetch_sub(kernels, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
         {

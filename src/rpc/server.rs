@@ -461,6 +461,30 @@ impl RpcServer {
         self.mailbox_word(self.layout.server_word(i)) != self.mailbox_word(self.layout.client_word(i))
     }
 
+    /// Whether any port holds a request now (being served by another thread counts until it is done).
+    pub fn has_waiting(&self) -> bool {
+        let mut any = false;
+        self.for_each_pending(0, self.ports as usize, |_| any = true);
+        any
+    }
+
+    /// The ports holding a request now, each with its server word, which changes when the request has
+    /// been served: for [`RpcServer::served_all`].
+    pub fn waiting_now(&self) -> Vec<(usize, u32)> {
+        let mut waiting = Vec::new();
+        self.for_each_pending(0, self.ports as usize, |port| {
+            waiting.push((port, self.mailbox_word(self.layout.server_word(port))));
+        });
+        waiting
+    }
+
+    /// Whether every request of `waiting` (from [`RpcServer::waiting_now`]) has been served since.
+    pub fn served_all(&self, waiting: &[(usize, u32)]) -> bool {
+        waiting
+            .iter()
+            .all(|&(port, word)| self.mailbox_word(self.layout.server_word(port)) != word)
+    }
+
     /// The ports holding a request now, with their opcode and a number that tells one request on a
     /// port from the next (requests served through the port's window; without windows, the client's
     /// word, which only tells them apart every other request), for the watchdog.

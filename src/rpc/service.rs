@@ -307,6 +307,31 @@ fn stand_by(service: &'static Service, me: *mut CallSlot) -> Role {
     }
 }
 
+/// Serves every request the devices' ports hold now, and waits, at most `limit`, for those other
+/// threads are serving to be done: what kernels that just ended left behind (their one-way calls,
+/// which they did not wait for) is then served, its messages written and its statistics counted.
+pub fn serve_what_is_waiting(limit: Duration) {
+    while serve_all_once() {}
+    let servers = registry::servers();
+    if !servers.iter().any(|server| server.has_waiting()) {
+        return;
+    }
+    let waiting: Vec<_> = servers.iter().map(|server| server.waiting_now()).collect();
+    let started = Instant::now();
+    while !servers
+        .iter()
+        .zip(&waiting)
+        .all(|(server, ports)| server.served_all(ports))
+    {
+        if started.elapsed() >= limit {
+            return;
+        }
+        if !serve_all_once() {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// Serves every device once; whether any request was waiting.
 pub fn serve_all_once() -> bool {
     let servers = registry::servers();
