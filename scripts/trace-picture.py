@@ -13,6 +13,9 @@ PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b
 
 
 def main():
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: python3 scripts/trace-picture.py TRACE.json PICTURE.svg [TITLE]\n"
+                 "  TRACE.json: a file written with OMPRPC_TRACE=TRACE.json")
     source, target = sys.argv[1], sys.argv[2]
     title = sys.argv[3] if len(sys.argv) > 3 else source
     with open(source) as f:

@@ -84,6 +84,23 @@ fn the_trace_holds_one_span_per_call_inside_its_kernel() {
             1 + call["args"]["port"].as_u64().unwrap()
         );
     }
+    // The README's picture script draws it, and without its arguments says how it is used.
+    let script = support::root().join("scripts/trace-picture.py");
+    let picture = fresh_scratch_file("trace", "calls.svg");
+    let drawn = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&path)
+        .arg(&picture)
+        .output()
+        .expect("python3 (install it with: sudo sh scripts/setup-debian.sh)");
+    assert!(drawn.status.success(), "{}", String::from_utf8_lossy(&drawn.stderr));
+    assert!(std::fs::read_to_string(&picture).unwrap().contains("<svg"));
+    let bare = std::process::Command::new("python3").arg(&script).output().unwrap();
+    let said = String::from_utf8_lossy(&bare.stderr);
+    assert!(
+        !bare.status.success() && said.starts_with("usage: ") && !said.contains("Traceback"),
+        "{said}"
+    );
 }
 
 #[test]
