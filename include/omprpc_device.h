@@ -1473,12 +1473,15 @@ static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap
            unsigned long: omprpc_arg_u_, long long: omprpc_arg_i_, unsigned long long: omprpc_arg_u_,     \
            float: omprpc_arg_d_, double: omprpc_arg_d_, OMPRPC_LDOUBLE_ARG_ default: omprpc_arg_p_)(x)
 
-/* Argument counting and mapping for up to 32 arguments (the format included). */
+/* Argument counting and mapping for up to 32 arguments (the format included); 33 to 40 count as
+ * TOO_MANY, which stops the build with a message that names the limit. */
 #define OMPRPC_COUNT_(...)                                                                                \
-  OMPRPC_COUNT_N_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, \
-                  13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+  OMPRPC_COUNT_N_(__VA_ARGS__, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY,      \
+                  TOO_MANY, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,   \
+                  12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define OMPRPC_COUNT_N_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, \
-                        a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, n, ...)             \
+                        a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, a33, a34, a35, a36, \
+                        a37, a38, a39, a40, n, ...)                                                          \
   n
 #define OMPRPC_CAT_(a, b) OMPRPC_CAT2_(a, b)
 #define OMPRPC_CAT2_(a, b) a##b
@@ -1515,10 +1518,49 @@ static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap
 #define OMPRPC_MAP_30(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_29(__VA_ARGS__)
 #define OMPRPC_MAP_31(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_30(__VA_ARGS__)
 #define OMPRPC_MAP_32(a, ...) OMPRPC_ARG_(a), OMPRPC_MAP_31(__VA_ARGS__)
+#define OMPRPC_MAP_TOO_MANY(...)                                                                          \
+  __extension__({                                                                                         \
+    _Static_assert(0, "omprpc_printf and omprpc_fprintf take at most 31 arguments after the format");    \
+    omprpc_arg_i_(0);                                                                                     \
+  })
+#define OMPRPC_COUNTED_TOO_MANY 0
 
 #define OMPRPC_FORMAT_(stream, ...)                                                                       \
   omprpc_format_args_((stream), (const omprpc_arg[]){OMPRPC_MAP_(__VA_ARGS__)},                          \
-                      (uint32_t)OMPRPC_COUNT_(__VA_ARGS__))
+                      (uint32_t)OMPRPC_CAT_(OMPRPC_COUNTED_, OMPRPC_COUNT_(__VA_ARGS__)))
+#define OMPRPC_COUNTED_0 0
+#define OMPRPC_COUNTED_1 1
+#define OMPRPC_COUNTED_2 2
+#define OMPRPC_COUNTED_3 3
+#define OMPRPC_COUNTED_4 4
+#define OMPRPC_COUNTED_5 5
+#define OMPRPC_COUNTED_6 6
+#define OMPRPC_COUNTED_7 7
+#define OMPRPC_COUNTED_8 8
+#define OMPRPC_COUNTED_9 9
+#define OMPRPC_COUNTED_10 10
+#define OMPRPC_COUNTED_11 11
+#define OMPRPC_COUNTED_12 12
+#define OMPRPC_COUNTED_13 13
+#define OMPRPC_COUNTED_14 14
+#define OMPRPC_COUNTED_15 15
+#define OMPRPC_COUNTED_16 16
+#define OMPRPC_COUNTED_17 17
+#define OMPRPC_COUNTED_18 18
+#define OMPRPC_COUNTED_19 19
+#define OMPRPC_COUNTED_20 20
+#define OMPRPC_COUNTED_21 21
+#define OMPRPC_COUNTED_22 22
+#define OMPRPC_COUNTED_23 23
+#define OMPRPC_COUNTED_24 24
+#define OMPRPC_COUNTED_25 25
+#define OMPRPC_COUNTED_26 26
+#define OMPRPC_COUNTED_27 27
+#define OMPRPC_COUNTED_28 28
+#define OMPRPC_COUNTED_29 29
+#define OMPRPC_COUNTED_30 30
+#define OMPRPC_COUNTED_31 31
+#define OMPRPC_COUNTED_32 32
 
 /* omprpc_printf(format, ...) and omprpc_fprintf(stream, format, ...): at most 31 arguments. */
 #define omprpc_printf(...) OMPRPC_FORMAT_(OMPRPC_STDOUT, __VA_ARGS__)

@@ -86,3 +86,40 @@ fn the_device_header_has_the_mailbox_layout() {
         "the header exports {lanes}"
     );
 }
+
+/// `omprpc_printf` takes 31 arguments after its format; 32 stop the build with one message that names
+/// the limit (before, the argument-counting macro failed with an unrelated macro error).
+#[cfg(feature = "rpc")]
+#[test]
+fn printf_with_too_many_arguments_is_refused_naming_the_limit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let build = |extra: &[&str]| {
+        let exe = std::env::temp_dir().join(format!("omprpc-printf-limit-{}", std::process::id()));
+        let out = std::process::Command::new("clang-16")
+            .args([
+                "-fopenmp",
+                "-fopenmp-targets=x86_64-pc-linux-gnu",
+                "-Wall",
+                "-Werror",
+                "-I",
+            ])
+            .arg(root.join("include"))
+            .args(extra)
+            .arg(root.join("c_tests/printf_argument_limit.c"))
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .expect("clang-16 (install it with: sudo sh scripts/setup-debian.sh)");
+        let _ = std::fs::remove_file(&exe);
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (built, stderr) = build(&[]);
+    assert!(built, "31 arguments: {stderr}");
+    let (built, stderr) = build(&["-DTOO_MANY_ARGS"]);
+    assert!(!built);
+    assert!(
+        stderr.contains("omprpc_printf and omprpc_fprintf take at most 31 arguments after the format"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("error:").count(), 1, "one error: {stderr}");
+}
