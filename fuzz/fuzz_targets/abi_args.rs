@@ -392,7 +392,8 @@ fn one_input(data: &[u8]) {
         let (begin, end) = (a.u64_at(a.base + 16) as usize, a.u64_at(a.base + 24) as usize);
         if begin >= a.base && end > begin {
             let mut at = begin;
-            while at + 32 <= end.min(a.guard()) {
+            // Checked: the input may put `begin` and `end` near the top of the address space.
+            while at.checked_add(32).is_some_and(|next| next <= end.min(a.guard())) {
                 a.patch(at + 8, &mut done);
                 at += 32;
             }
