@@ -461,7 +461,9 @@ impl RpcServer {
         self.mailbox_word(self.layout.server_word(i)) != self.mailbox_word(self.layout.client_word(i))
     }
 
-    /// Whether any port holds a request now (being served by another thread counts until it is done).
+    /// Whether any port holds a request now (being served by another thread counts until it is done):
+    /// [`RpcServer::waiting_now`] without its list, so that the common case, nothing waiting, allocates
+    /// nothing at the end of every host-calling kernel.
     pub fn has_waiting(&self) -> bool {
         let mut any = false;
         self.for_each_pending(0, self.ports as usize, |_| any = true);

@@ -2155,10 +2155,7 @@ unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
     reader: *mut HsaCodeObjectReader,
 ) -> HsaStatus {
     call("hsa_code_object_reader_create_from_memory", |w| {
-        if reader.is_null() {
-            return sys::HSA_STATUS_ERROR_INVALID_ARGUMENT;
-        }
-        if code_object.is_null() || size == 0 {
+        if reader.is_null() || code_object.is_null() || size == 0 {
             return sys::HSA_STATUS_ERROR_INVALID_ARGUMENT;
         }
         // As ROCr's reader, it only keeps the bytes: what they hold is judged when they are loaded.
