@@ -121,15 +121,36 @@ fn two_images(gpu: Gpu) -> PathBuf {
 }
 
 /// The kernels a run launched, as its LIBOMPTARGET_INFO=16 lines name them: kernel, teams, threads
-/// and mode (whichever plugin printed them; ours adds "(nowait)" where the launch was).
+/// and mode (whichever plugin printed them; ours adds "(nowait)" where the launch was). LLVM 16's
+/// plugins print the "device N info: " prefix and the message in two writes, so two threads that
+/// launch at once can leave a message on a line of its own, after both prefixes: the message is
+/// looked for anywhere on a line.
 fn launches(stderr: &str) -> Vec<String> {
     let mut launches: Vec<String> = stderr
         .lines()
-        .filter_map(|l| l.split_once("info: Launching kernel ").map(|(_, rest)| rest))
+        .filter_map(|l| l.split_once("Launching kernel ").map(|(_, rest)| rest))
         .map(|rest| rest.trim_end_matches(" (nowait)").to_string())
         .collect();
     launches.sort();
     launches
+}
+
+/// Two launches whose prefixes and messages interleaved, as the stock plugin can print them from two
+/// threads, still count as two launches.
+#[test]
+fn launches_are_read_from_interleaved_info_lines() {
+    let stderr = "AMDGPU device 0 info: AMDGPU device 0 info: Launching kernel a with 4 blocks and 256 \
+                  threads in SPMD mode\nLaunching kernel b with 1 blocks and 256 threads in Generic-SPMD \
+                  mode\nomprpc device 0 info: Launching kernel c with 2 blocks and 64 threads in SPMD \
+                  mode (nowait)\n";
+    assert_eq!(
+        launches(stderr),
+        [
+            "a with 4 blocks and 256 threads in SPMD mode",
+            "b with 1 blocks and 256 threads in Generic-SPMD mode",
+            "c with 2 blocks and 64 threads in SPMD mode",
+        ]
+    );
 }
 
 /// clang-16 gfx90a programs through Debian's libomptarget 16, on this plugin and on the stock AMDGPU
