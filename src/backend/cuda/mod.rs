@@ -20,7 +20,7 @@ pub mod sys;
 mod tests;
 
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use self::cubin::{Capability, NvidiaImage};
@@ -67,6 +67,8 @@ struct CudaDevice {
     pinned: PinnedByDevice,
     /// Whether kernels reach pinned memory at its host address (read when the device is prepared).
     uses_host_pointers: AtomicBool,
+    /// Most shared memory a block may have once a kernel opts in (0 until a launch first needs it).
+    shared_opt_in_bytes: AtomicU32,
 }
 
 /// What releasing something came to when the driver has begun shutting down (at exit, before
@@ -101,6 +103,11 @@ pub struct CudaBackend {
 /// A kernel of a loaded module.
 pub struct CudaKernel {
     function: AtomicPtr<c_void>,
+    /// Its name, for the error that refuses a launch.
+    name: std::ffi::CString,
+    /// The dynamic shared memory it may be launched with now: the driver's default until a launch
+    /// asks for more (`LIBOMPTARGET_SHARED_MEMORY_SIZE` above 48 KiB) and the limit is raised.
+    dynamic_shared_allowed: AtomicU32,
 }
 
 /// Global variables and kernels of a module are looked up by name; the module owns the driver handle.
@@ -140,6 +147,7 @@ impl CudaBackend {
                 peers: PeerAccess::new(count),
                 pinned: PinnedByDevice::default(),
                 uses_host_pointers: AtomicBool::new(false),
+                shared_opt_in_bytes: AtomicU32::new(0),
             });
         }
         let version = api.driver_version().unwrap_or(0);
@@ -222,6 +230,41 @@ impl CudaBackend {
             team_caps_apply: true,
             reads_host_memory: read(attribute::PAGEABLE_MEMORY_ACCESS)? != 0,
         })
+    }
+
+    /// Raises `kernel`'s dynamic shared memory limit to `bytes`, which the driver requires before a
+    /// launch with more than 48 KiB; refused, naming the setting, where the kernel's static shared
+    /// memory and `bytes` together exceed what a block of the device may have.
+    fn allow_dynamic_shared(&self, device: usize, kernel: &CudaKernel, bytes: u32) -> Result<()> {
+        let function = kernel.function.load(Ordering::Relaxed);
+        let opt_in = match self.devices[device].shared_opt_in_bytes.load(Ordering::Relaxed) {
+            0 => {
+                let read = self.api.attribute(
+                    self.devices[device].device,
+                    attribute::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                )?;
+                let read = read.max(0) as u32;
+                self.devices[device].shared_opt_in_bytes.store(read, Ordering::Relaxed);
+                read
+            }
+            known => known,
+        };
+        // SAFETY: `function` belongs to a module that stays loaded while its kernels are launched.
+        let static_bytes = unsafe { self.api.static_shared_bytes(function) }?;
+        if u64::from(static_bytes) + u64::from(bytes) > u64::from(opt_in) {
+            return Err(Error::InvalidArg(format!(
+                "kernel {} cannot have {bytes} bytes of dynamic shared memory \
+                 (LIBOMPTARGET_SHARED_MEMORY_SIZE or the region's request): it uses {static_bytes} bytes of \
+                 static shared memory and a block of device {device} may have {opt_in} in all; ask for at \
+                 most {}",
+                kernel.name.to_string_lossy(),
+                opt_in.saturating_sub(static_bytes)
+            )));
+        }
+        // SAFETY: as above.
+        unsafe { self.api.allow_dynamic_shared_bytes(function, bytes) }?;
+        kernel.dynamic_shared_allowed.fetch_max(bytes, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Whether `src` reaches `dst`'s memory directly, asking the driver (and enabling it) once.
@@ -340,6 +383,8 @@ impl Backend for CudaBackend {
         Ok(KernelSymbol {
             kernel: CudaKernel {
                 function: AtomicPtr::new(function),
+                name: name.to_owned(),
+                dynamic_shared_allowed: AtomicU32::new(sys::DEFAULT_DYNAMIC_SHARED_LIMIT),
             },
             max_threads: Some(max_threads),
         })
@@ -447,6 +492,9 @@ impl Backend for CudaBackend {
         queue: &Stream,
     ) -> Result<()> {
         self.enter(device)?;
+        if geometry.dynamic_shared_bytes > kernel.dynamic_shared_allowed.load(Ordering::Relaxed) {
+            self.allow_dynamic_shared(device, kernel, geometry.dynamic_shared_bytes)?;
+        }
         // The driver takes a pointer to each argument's value; the values are `args` themselves.
         let mut params = [std::ptr::null_mut::<c_void>(); MAX_KERNEL_ARGS];
         for (param, arg) in params.iter_mut().zip(args) {

@@ -263,6 +263,31 @@ impl Api {
         Ok(value.max(0) as u32)
     }
 
+    /// The static shared memory `function` uses, in bytes.
+    ///
+    /// # Safety
+    /// `function` belongs to a loaded module of this driver.
+    pub unsafe fn static_shared_bytes(&self, function: CuHandle) -> Result<u32> {
+        let mut value = 0;
+        // SAFETY: `value` is writable, `function` belongs to a loaded module.
+        self.check("cuFuncGetAttribute", unsafe {
+            (self.f().cuFuncGetAttribute)(&mut value, sys::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function)
+        })?;
+        Ok(value.max(0) as u32)
+    }
+
+    /// Lets `function` be launched with up to `bytes` of dynamic shared memory.
+    ///
+    /// # Safety
+    /// `function` belongs to a loaded module of this driver.
+    pub unsafe fn allow_dynamic_shared_bytes(&self, function: CuHandle, bytes: u32) -> Result<()> {
+        let value = c_int::try_from(bytes).unwrap_or(c_int::MAX);
+        // SAFETY: `function` belongs to a loaded module.
+        self.check("cuFuncSetAttribute", unsafe {
+            (self.f().cuFuncSetAttribute)(function, sys::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
+        })
+    }
+
     /// Launches `function` on a 1-D grid.
     ///
     /// # Safety
@@ -359,7 +384,8 @@ impl Api {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn register_host(&self, ptr: *mut c_void, bytes: usize) -> Result<bool> {
         // SAFETY: see above; the driver validates the range itself.
-        let code = unsafe { (self.f().cuMemHostRegister_v2)(ptr, bytes, sys::MEMHOSTREGISTER_PORTABLE) };
+        let flags = sys::MEMHOSTREGISTER_PORTABLE | sys::MEMHOSTREGISTER_DEVICEMAP;
+        let code = unsafe { (self.f().cuMemHostRegister_v2)(ptr, bytes, flags) };
         if code == sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED {
             return Ok(false);
         }

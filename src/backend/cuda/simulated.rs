@@ -84,10 +84,12 @@ pub struct World {
     /// Driver calls that would deadlock on a real GPU (see `enter`); a test fails when any were made.
     #[cfg(feature = "rpc")]
     pub violations: Vec<String>,
-    /// Host ranges registered with `cuMemHostRegister`.
-    pub registered: HashSet<usize>,
+    /// Host ranges registered with `cuMemHostRegister`, with the flags they were registered with.
+    pub registered: HashMap<usize, c_uint>,
     pub(super) modules: HashMap<usize, Module>,
     functions: HashMap<usize, String>,
+    /// Dynamic shared memory each function may be launched with, where raised above the default.
+    dynamic_shared: HashMap<usize, u32>,
     streams: HashMap<usize, VecDeque<Op>>,
     /// Event → (stream recorded on, whether the recording was reached).
     events: HashMap<usize, Option<(usize, bool)>>,
@@ -318,6 +320,8 @@ unsafe extern "C" fn cu_device_get_attribute(value: *mut c_int, which: c_int, de
             a::COMPUTE_CAPABILITY_MINOR => g.minor,
             a::UNIFIED_ADDRESSING | a::MANAGED_MEMORY | a::MEMORY_POOLS_SUPPORTED => 1,
             a::CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => i32::from(g.host_pointers),
+            a::MAX_SHARED_MEMORY_PER_BLOCK => 48 << 10,
+            a::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => shared_opt_in_bytes(g),
             _ => 0,
         };
         // SAFETY: writable per the API.
@@ -580,13 +584,55 @@ unsafe extern "C" fn cu_module_get_global(
     })
 }
 
-unsafe extern "C" fn cu_func_get_attribute(value: *mut c_int, _which: c_int, function: CuHandle) -> CuResult {
+/// Static shared memory of every simulated kernel (the OpenMP device runtime's team state has some).
+pub const STATIC_SHARED_BYTES: u32 = 2 << 10;
+
+/// What a block may have in all once a kernel opts in, per compute capability (NVIDIA's tables).
+fn shared_opt_in_bytes(gpu: SimGpu) -> i32 {
+    match gpu.major {
+        9 => 227 << 10,
+        8 if gpu.minor == 0 => 163 << 10,
+        8 => 99 << 10,
+        7 => 96 << 10,
+        _ => 48 << 10,
+    }
+}
+
+unsafe extern "C" fn cu_func_get_attribute(value: *mut c_int, which: c_int, function: CuHandle) -> CuResult {
     call("cuFuncGetAttribute", |w| {
         if !w.functions.contains_key(&(function as usize)) {
             return sys::CUDA_ERROR_INVALID_VALUE;
         }
+        let answer = match which {
+            sys::FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => 896,
+            sys::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => STATIC_SHARED_BYTES as c_int,
+            _ => return sys::CUDA_ERROR_INVALID_VALUE,
+        };
         // SAFETY: writable per the API.
-        unsafe { *value = 896 };
+        unsafe { *value = answer };
+        sys::CUDA_SUCCESS
+    })
+}
+
+/// The device whose context is current on this thread (the one every simulated context stands for).
+fn current_gpu(w: &World) -> Option<SimGpu> {
+    w.gpus.first().copied()
+}
+
+unsafe extern "C" fn cu_func_set_attribute(function: CuHandle, which: c_int, value: c_int) -> CuResult {
+    call("cuFuncSetAttribute", |w| {
+        let function = function as usize;
+        if !w.functions.contains_key(&function) || which != sys::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
+            return sys::CUDA_ERROR_INVALID_VALUE;
+        }
+        let Some(gpu) = current_gpu(w) else {
+            return sys::CUDA_ERROR_INVALID_VALUE;
+        };
+        // As NVIDIA's driver: the kernel's static and dynamic shared memory must fit a block.
+        if value < 0 || i64::from(value) + i64::from(STATIC_SHARED_BYTES) > i64::from(shared_opt_in_bytes(gpu)) {
+            return sys::CUDA_ERROR_INVALID_VALUE;
+        }
+        w.dynamic_shared.insert(function, value as u32);
         sys::CUDA_SUCCESS
     })
 }
@@ -613,6 +659,15 @@ unsafe extern "C" fn cu_launch_kernel(
             .cloned()
             .ok_or(sys::CUDA_ERROR_INVALID_VALUE)?;
         if !w.streams.contains_key(&(stream as usize)) {
+            return Err(sys::CUDA_ERROR_INVALID_VALUE);
+        }
+        // Above 48 KiB, dynamic shared memory needs the kernel's limit raised first.
+        let allowed = w
+            .dynamic_shared
+            .get(&(function as usize))
+            .copied()
+            .unwrap_or(sys::DEFAULT_DYNAMIC_SHARED_LIMIT);
+        if shared > allowed {
             return Err(sys::CUDA_ERROR_INVALID_VALUE);
         }
         w.launches.push(Launch {
@@ -679,7 +734,12 @@ unsafe extern "C" fn cu_mem_host_get_device_pointer(
 ) -> CuResult {
     call("cuMemHostGetDevicePointer_v2", |w| {
         let at = host as usize;
-        let pinned = w.registered.contains(&at) || w.memory.contains_key(&at);
+        // Registered memory has a device address only when mapped (`CU_MEMHOSTREGISTER_DEVICEMAP`).
+        let mapped = w
+            .registered
+            .get(&at)
+            .is_some_and(|flags| flags & sys::MEMHOSTREGISTER_DEVICEMAP != 0);
+        let pinned = mapped || w.memory.contains_key(&at);
         if !pinned {
             return sys::CUDA_ERROR_INVALID_VALUE;
         }
@@ -719,19 +779,19 @@ unsafe extern "C" fn cu_mem_alloc_managed(ptr: *mut CuDevicePtr, bytes: usize, _
     })
 }
 
-unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, _bytes: usize, _flags: c_uint) -> CuResult {
-    call("cuMemHostRegister_v2", |w| {
-        if w.registered.insert(ptr as usize) {
+unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, _bytes: usize, flags: c_uint) -> CuResult {
+    call("cuMemHostRegister_v2", |w| match w.registered.entry(ptr as usize) {
+        std::collections::hash_map::Entry::Vacant(entry) => {
+            entry.insert(flags);
             0
-        } else {
-            sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
         }
+        std::collections::hash_map::Entry::Occupied(_) => sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
     })
 }
 
 unsafe extern "C" fn cu_mem_host_unregister(ptr: *mut c_void) -> CuResult {
     call("cuMemHostUnregister", |w| {
-        if w.registered.remove(&(ptr as usize)) {
+        if w.registered.remove(&(ptr as usize)).is_some() {
             0
         } else {
             713 // CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
@@ -951,6 +1011,7 @@ pub fn driver() -> &'static Driver {
             cuModuleGetFunction: cu_module_get_function,
             cuModuleGetGlobal_v2: cu_module_get_global,
             cuFuncGetAttribute: cu_func_get_attribute,
+            cuFuncSetAttribute: cu_func_set_attribute,
             cuLaunchKernel: cu_launch_kernel,
             cuMemAlloc_v2: cu_mem_alloc,
             cuMemFree_v2: cu_mem_free,

@@ -84,11 +84,20 @@ pub mod attribute {
     pub const COMPUTE_PREEMPTION_SUPPORTED: c_int = 90;
     pub const CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: c_int = 91;
     pub const COOPERATIVE_LAUNCH: c_int = 95;
+    pub const MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
     pub const MEMORY_POOLS_SUPPORTED: c_int = 115;
 }
 
 /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
 pub const FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 0;
+/// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`: a kernel's static shared memory.
+pub const FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: the dynamic shared memory a kernel may be
+/// launched with, which must be raised before a launch asks for more than [`DEFAULT_DYNAMIC_SHARED_LIMIT`].
+pub const FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
+/// The dynamic shared memory every kernel may be launched with before its limit is raised (48 KiB on
+/// every architecture since sm_35).
+pub const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 << 10;
 /// `CU_LIMIT_STACK_SIZE`.
 pub const LIMIT_STACK_SIZE: c_int = 0;
 /// `CU_LIMIT_MALLOC_HEAP_SIZE`.
@@ -105,6 +114,9 @@ pub const EVENT_DEFAULT: c_uint = 0;
 pub const MEM_ATTACH_GLOBAL: c_uint = 1;
 /// `CU_MEMHOSTREGISTER_PORTABLE`: pinned for every context of the process.
 pub const MEMHOSTREGISTER_PORTABLE: c_uint = 1;
+/// `CU_MEMHOSTREGISTER_DEVICEMAP`: mapped into the device's address space, which
+/// `cuMemHostGetDevicePointer` needs.
+pub const MEMHOSTREGISTER_DEVICEMAP: c_uint = 2;
 
 /// The driver's entry points the plugin uses, with the C signatures of the CUDA driver API.
 #[derive(Clone, Copy)]
@@ -144,6 +156,7 @@ pub struct Functions {
         name: *const c_char,
     ) -> CuResult,
     pub cuFuncGetAttribute: unsafe extern "C" fn(value: *mut c_int, attribute: c_int, function: CuHandle) -> CuResult,
+    pub cuFuncSetAttribute: unsafe extern "C" fn(function: CuHandle, attribute: c_int, value: c_int) -> CuResult,
     pub cuLaunchKernel: unsafe extern "C" fn(
         function: CuHandle,
         grid_x: c_uint,
@@ -221,6 +234,7 @@ pub fn resolve(library: &libloading::os::unix::Library) -> Result<Functions, &'s
             cuModuleGetFunction,
             cuModuleGetGlobal_v2,
             cuFuncGetAttribute,
+            cuFuncSetAttribute,
             cuLaunchKernel,
             cuMemAlloc_v2,
             cuMemFree_v2,

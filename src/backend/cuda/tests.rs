@@ -162,6 +162,60 @@ fn ptx_images_are_handed_to_the_driver_to_compile() {
     assert_eq!(simulated::live(), (0, 0, 0, 0, 0));
 }
 
+/// Loads a one-kernel PTX image (`tiny_kernel`) on device 0 of `core` and returns its entry address.
+fn load_tiny_kernel(core: &dyn crate::plugin::PluginApi) -> usize {
+    let ptx = b".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry tiny_kernel()\n{\n\tret;\n}\n";
+    let entries = [HostEntry {
+        name: CString::new("tiny_kernel").unwrap(),
+        size: 0,
+        flags: 0,
+        host_addr: 0,
+    }];
+    core.load_image(0, 0x1000, ptx, &entries).unwrap().addresses[0]
+}
+
+/// Dynamic shared memory above 48 KiB (`LIBOMPTARGET_SHARED_MEMORY_SIZE`) needs the kernel's limit
+/// raised before the launch, as NVIDIA's driver requires (the simulated one refuses the launch
+/// otherwise): once per kernel, not per launch. Beyond what a block of the device may have, the
+/// launch is refused with an error that names the kernel, the setting and the most that fits.
+#[test]
+fn dynamic_shared_memory_above_48_kib_raises_the_kernels_limit_or_is_refused_clearly() {
+    let _serial = serial();
+    let core = core_on(&[H100], &[("LIBOMPTARGET_SHARED_MEMORY_SIZE", "65536")]);
+    core.init_device(0).unwrap();
+    let kernel = load_tiny_kernel(core.as_ref());
+    for _ in 0..2 {
+        // SAFETY: the kernel takes no arguments and has no body here.
+        unsafe { core.launch(0, kernel, &[], &LaunchRequest::default(), None) }.unwrap();
+    }
+    {
+        let w = simulated::world();
+        let w = w.as_ref().unwrap();
+        assert_eq!(w.launches.len(), 2);
+        assert!(w.launches.iter().all(|l| l.geometry.2 == 65536), "{:?}", w.launches);
+        assert_eq!(w.record.calls["cuFuncSetAttribute"], 1, "raised once for the kernel");
+    }
+    assert!(core.deinit().unwrap());
+
+    // An H100 block has 227 KiB in all; the simulated kernels use 2 KiB of static shared memory.
+    let core = core_on(&[H100], &[("LIBOMPTARGET_SHARED_MEMORY_SIZE", "262144")]);
+    core.init_device(0).unwrap();
+    let kernel = load_tiny_kernel(core.as_ref());
+    // SAFETY: as above.
+    let err = unsafe { core.launch(0, kernel, &[], &LaunchRequest::default(), None) }
+        .unwrap_err()
+        .to_string();
+    let most = (227 << 10) - simulated::STATIC_SHARED_BYTES;
+    assert!(
+        err.contains("kernel tiny_kernel cannot have 262144 bytes of dynamic shared memory")
+            && err.contains("LIBOMPTARGET_SHARED_MEMORY_SIZE")
+            && err.contains(&format!("ask for at most {most}")),
+        "{err}"
+    );
+    assert!(simulated::world().as_ref().unwrap().launches.is_empty());
+    assert!(core.deinit().unwrap());
+}
+
 /// Under `requires unified_shared_memory` the device's globals get the host's values at load (for
 /// clang's `_decl_tgt_ref_ptr` globals, the host variable's address), through the driver's copy.
 #[test]
