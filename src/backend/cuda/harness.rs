@@ -1,7 +1,7 @@
 //! The backend test suite's harness for the CUDA backend over the simulated driver, with the real
 //! cubin `tests/data/nvptx/cuda_module-sm_90.cubin` as its program.
 
-use std::sync::MutexGuard;
+use std::sync::{Arc, MutexGuard};
 
 use super::simulated::{self, SimGpu};
 use super::CudaBackend;
@@ -179,7 +179,14 @@ impl Harness for CudaHarness {
     }
 
     fn register_kernel(&self, name: &str, args: usize, body: KernelBody) {
-        simulated::register_kernel(name, args, body);
+        simulated::register_kernel(
+            name,
+            args,
+            Arc::new(move |values: &[u64]| {
+                body(values);
+                Ok(())
+            }),
+        );
     }
 
     fn clear_kernels(&self) {

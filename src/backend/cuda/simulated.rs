@@ -4,6 +4,15 @@
 //! cubins (kernels and globals from their symbol tables), and kernels run as Rust closures registered
 //! by name. Every entry point counts its calls and can be made to fail once ([`fail_next`]), so that
 //! fault handling is tested call by call.
+//!
+//! It is as strict as NVIDIA's driver where first runs on a GPU fail:
+//! * the current context is per thread; a call that needs one fails with `CUDA_ERROR_INVALID_CONTEXT`
+//!   without it (or when its primary context has been released), and streams, events, modules and
+//!   functions belong to the context that made them: used with another one current they are
+//!   `CUDA_ERROR_INVALID_HANDLE` (an event may still be waited for from another context);
+//! * a kernel that faults (its body returns an error, `CUDA_ERROR_ILLEGAL_ADDRESS` as a rule) makes the
+//!   error sticky: every later call in its context fails with it, its queued work is dropped, until the
+//!   primary context is released for the last time, which destroys what the context held.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -13,8 +22,9 @@ use super::sys::{self, CuDevice, CuDevicePtr, CuHandle, CuResult, Driver, Functi
 use crate::backend::gpu::sim_calls::CallRecord;
 use crate::util::elf;
 
-/// A kernel's behaviour: called with the values of its arguments.
-pub type KernelBody = Arc<dyn Fn(&[u64]) + Send + Sync>;
+/// A kernel's behaviour: called with the values of its arguments; an error is a fault on the device
+/// (sticky for the kernel's context).
+pub type KernelBody = Arc<dyn Fn(&[u64]) -> Result<(), CuResult> + Send + Sync>;
 
 /// One simulated GPU.
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +110,62 @@ pub struct World {
     pub limits: HashMap<c_int, usize>,
     /// Peer access enabled: (context, peer context).
     pub peers: HashSet<(usize, usize)>,
+    /// This world's number, so that a context made current on a thread in an earlier world is not
+    /// current in this one.
+    generation: usize,
+    /// The context each stream, event, module, function and allocation belongs to.
+    owners: HashMap<usize, usize>,
+    /// Contexts whose kernel faulted, with the error every later call in them gets.
+    sticky: HashMap<usize, CuResult>,
+}
+
+/// Calls that need no current context.
+const CONTEXT_FREE: [&str; 14] = [
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceCanAccessPeer",
+    "cuDevicePrimaryCtxGetState",
+    "cuDevicePrimaryCtxSetFlags_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuMemHostUnregister",
+];
+
+std::thread_local! {
+    /// The context current on this thread, with the world it was made current in.
+    static CURRENT: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Numbers the worlds `reset` makes.
+static GENERATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// The context current on this thread, if it is alive: else `CUDA_ERROR_INVALID_CONTEXT`.
+fn current(w: &World) -> Result<usize, CuResult> {
+    let (generation, context) = CURRENT.with(|c| c.get());
+    let alive = generation == w.generation
+        && w.contexts
+            .get(&context)
+            .is_some_and(|device| w.retained.get(device).copied().unwrap_or(0) > 0);
+    if alive {
+        Ok(context)
+    } else {
+        Err(sys::CUDA_ERROR_INVALID_CONTEXT)
+    }
+}
+
+/// Refuses `handle` when it belongs to a context other than the current one.
+fn owned(w: &World, handle: usize) -> Result<(), CuResult> {
+    let context = current(w)?;
+    match w.owners.get(&handle) {
+        Some(&owner) if owner != context => Err(sys::CUDA_ERROR_INVALID_HANDLE),
+        _ => Ok(()),
+    }
 }
 
 static WORLD: Mutex<Option<World>> = Mutex::new(None);
@@ -124,6 +190,7 @@ pub fn reset(gpus: &[SimGpu], init_result: CuResult) {
         gpus: gpus.to_vec(),
         init_result,
         next_handle: 0x1000,
+        generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         ..World::default()
     });
 }
@@ -179,7 +246,63 @@ fn enter(w: &mut World, call: &'static str) -> Result<(), CuResult> {
         ));
         return Err(sys::CUDA_ERROR_UNKNOWN);
     }
-    armed
+    armed?;
+    if !CONTEXT_FREE.contains(&call) {
+        let context = current(w)?;
+        if let Some(&code) = w.sticky.get(&context) {
+            return Err(code);
+        }
+    }
+    Ok(())
+}
+
+/// Records that `handle` belongs to the current context.
+fn own(w: &mut World, handle: usize) {
+    if let Ok(context) = current(w) {
+        w.owners.insert(handle, context);
+    }
+}
+
+/// A kernel of `stream` faulted with `code`: the error sticks to the stream's context and the
+/// context's queued work is dropped, as a GPU's is.
+fn fault(w: &mut World, stream: usize, code: CuResult) {
+    let Some(&context) = w.owners.get(&stream) else { return };
+    w.sticky.insert(context, code);
+    let owners = &w.owners;
+    for (_, queue) in w.streams.iter_mut().filter(|(s, _)| owners.get(s) == Some(&context)) {
+        queue.clear();
+    }
+}
+
+/// The last release of a faulted context destroys what it held, as the driver's context destruction
+/// does (the plugin cannot release them one by one: every call in the context fails). A context
+/// without a fault keeps what was not released, so that the tests see the plugin's leaks.
+fn destroy_faulted_context(w: &mut World, context: usize) {
+    if w.sticky.remove(&context).is_none() {
+        return;
+    }
+    let held: Vec<usize> = w
+        .owners
+        .iter()
+        .filter(|(_, &owner)| owner == context)
+        .map(|(&handle, _)| handle)
+        .collect();
+    for handle in held {
+        w.owners.remove(&handle);
+        w.streams.remove(&handle);
+        w.events.remove(&handle);
+        w.functions.remove(&handle);
+        if let Some(module) = w.modules.remove(&handle) {
+            for (ptr, _) in module.globals.values() {
+                // SAFETY: from calloc at load.
+                unsafe { libc::free(*ptr as *mut c_void) };
+            }
+        }
+        if w.memory.remove(&handle).is_some() {
+            // SAFETY: from calloc in `alloc`.
+            unsafe { libc::free(handle as *mut c_void) };
+        }
+    }
 }
 
 fn handle(w: &mut World) -> usize {
@@ -213,8 +336,9 @@ fn drain(stream: usize) -> CuResult {
                 unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
             }
             Some(Some(Op::Launch { body, args })) => {
-                if let Some(body) = body {
-                    body(&args);
+                if let Some(Err(code)) = body.map(|body| body(&args)) {
+                    with(|w| fault(w, stream, code));
+                    return code;
                 }
             }
             Some(Some(Op::Record { event })) => with(|w| {
@@ -262,8 +386,12 @@ unsafe extern "C" fn cu_get_error_name(error: CuResult, name: *mut *const c_char
     let text: &'static CStr = match error {
         1 => c"CUDA_ERROR_INVALID_VALUE",
         2 => c"CUDA_ERROR_OUT_OF_MEMORY",
+        4 => c"CUDA_ERROR_DEINITIALIZED",
         100 => c"CUDA_ERROR_NO_DEVICE",
         200 => c"CUDA_ERROR_INVALID_IMAGE",
+        201 => c"CUDA_ERROR_INVALID_CONTEXT",
+        400 => c"CUDA_ERROR_INVALID_HANDLE",
+        600 => c"CUDA_ERROR_NOT_READY",
         500 => c"CUDA_ERROR_NOT_FOUND",
         700 => c"CUDA_ERROR_ILLEGAL_ADDRESS",
         999 => c"CUDA_ERROR_UNKNOWN",
@@ -392,19 +520,24 @@ unsafe extern "C" fn cu_primary_ctx_release(device: CuDevice) -> CuResult {
     call("cuDevicePrimaryCtxRelease_v2", |w| match w.retained.get_mut(&device) {
         Some(n) if *n > 0 => {
             *n -= 1;
+            if *n == 0 {
+                destroy_faulted_context(w, context_of(device));
+            }
             sys::CUDA_SUCCESS
         }
-        _ => 201, // CUDA_ERROR_INVALID_CONTEXT
+        _ => sys::CUDA_ERROR_INVALID_CONTEXT,
     })
 }
 
 unsafe extern "C" fn cu_ctx_set_current(context: CuHandle) -> CuResult {
     call("cuCtxSetCurrent", |w| {
-        if w.contexts.contains_key(&(context as usize)) {
-            0
-        } else {
-            201
+        let context = context as usize;
+        if context != 0 && !w.contexts.contains_key(&context) {
+            return sys::CUDA_ERROR_INVALID_CONTEXT;
         }
+        let generation = w.generation;
+        CURRENT.with(|c| c.set((generation, context)));
+        sys::CUDA_SUCCESS
     })
 }
 
@@ -417,7 +550,13 @@ unsafe extern "C" fn cu_ctx_set_limit(limit: c_int, value: usize) -> CuResult {
 
 unsafe extern "C" fn cu_ctx_enable_peer_access(peer: CuHandle, _flags: c_uint) -> CuResult {
     call("cuCtxEnablePeerAccess", |w| {
-        w.peers.insert((0, peer as usize));
+        if !w.contexts.contains_key(&(peer as usize)) {
+            return sys::CUDA_ERROR_INVALID_CONTEXT;
+        }
+        let Ok(context) = current(w) else {
+            return sys::CUDA_ERROR_INVALID_CONTEXT;
+        };
+        w.peers.insert((context, peer as usize));
         sys::CUDA_SUCCESS
     })
 }
@@ -443,10 +582,12 @@ unsafe extern "C" fn cu_module_load_data_ex(
             for name in text.split(".entry ").skip(1) {
                 let name: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                 let function = handle(w);
+                own(w, function);
                 w.functions.insert(function, name.clone());
                 loaded.kernels.insert(name, function);
             }
             let id = handle(w);
+            own(w, id);
             w.modules.insert(id, loaded);
             // SAFETY: writable per the API.
             unsafe { *module = id as CuHandle };
@@ -476,6 +617,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
             let name = String::from_utf8_lossy(name).into_owned();
             if symbol.kind == 2 && symbol.size > 0 {
                 let function = handle(w);
+                own(w, function);
                 w.functions.insert(function, name.clone());
                 loaded.kernels.insert(name, function);
             } else if symbol.kind == 1 && symbol.size > 0 {
@@ -510,6 +652,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
             }
         }
         let id = handle(w);
+        own(w, id);
         w.modules.insert(id, loaded);
         // SAFETY: writable per the API.
         unsafe { *module = id as CuHandle };
@@ -518,18 +661,23 @@ unsafe extern "C" fn cu_module_load_data_ex(
 }
 
 unsafe extern "C" fn cu_module_unload(module: CuHandle) -> CuResult {
-    call("cuModuleUnload", |w| match w.modules.remove(&(module as usize)) {
-        Some(m) => {
-            for (ptr, _) in m.globals.values() {
-                // SAFETY: from calloc at load.
-                unsafe { libc::free(*ptr as *mut c_void) };
+    call("cuModuleUnload", |w| {
+        match owned(w, module as usize).map(|()| w.modules.remove(&(module as usize))) {
+            Err(code) => code,
+            Ok(Some(m)) => {
+                for (ptr, _) in m.globals.values() {
+                    // SAFETY: from calloc at load.
+                    unsafe { libc::free(*ptr as *mut c_void) };
+                }
+                for f in m.kernels.values() {
+                    w.functions.remove(f);
+                    w.owners.remove(f);
+                }
+                w.owners.remove(&(module as usize));
+                sys::CUDA_SUCCESS
             }
-            for f in m.kernels.values() {
-                w.functions.remove(f);
-            }
-            sys::CUDA_SUCCESS
+            Ok(None) => sys::CUDA_ERROR_INVALID_VALUE,
         }
-        None => sys::CUDA_ERROR_INVALID_VALUE,
     })
 }
 
@@ -539,6 +687,9 @@ unsafe extern "C" fn cu_module_get_function(
     name: *const c_char,
 ) -> CuResult {
     call("cuModuleGetFunction", |w| {
+        if let Err(code) = owned(w, module as usize) {
+            return code;
+        }
         // SAFETY: NUL-terminated per the API.
         let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
         match w
@@ -563,6 +714,9 @@ unsafe extern "C" fn cu_module_get_global(
     name: *const c_char,
 ) -> CuResult {
     call("cuModuleGetGlobal_v2", |w| {
+        if let Err(code) = owned(w, module as usize) {
+            return code;
+        }
         // SAFETY: NUL-terminated per the API.
         let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
         match w
@@ -603,6 +757,9 @@ unsafe extern "C" fn cu_func_get_attribute(value: *mut c_int, which: c_int, func
         if !w.functions.contains_key(&(function as usize)) {
             return sys::CUDA_ERROR_INVALID_VALUE;
         }
+        if let Err(code) = owned(w, function as usize) {
+            return code;
+        }
         let answer = match which {
             sys::FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => 896,
             sys::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => STATIC_SHARED_BYTES as c_int,
@@ -614,9 +771,10 @@ unsafe extern "C" fn cu_func_get_attribute(value: *mut c_int, which: c_int, func
     })
 }
 
-/// The device whose context is current on this thread (the one every simulated context stands for).
+/// The device whose context is current on this thread.
 fn current_gpu(w: &World) -> Option<SimGpu> {
-    w.gpus.first().copied()
+    let context = current(w).ok()?;
+    gpu(w, *w.contexts.get(&context)?)
 }
 
 unsafe extern "C" fn cu_func_set_attribute(function: CuHandle, which: c_int, value: c_int) -> CuResult {
@@ -624,6 +782,9 @@ unsafe extern "C" fn cu_func_set_attribute(function: CuHandle, which: c_int, val
         let function = function as usize;
         if !w.functions.contains_key(&function) || which != sys::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
             return sys::CUDA_ERROR_INVALID_VALUE;
+        }
+        if let Err(code) = owned(w, function) {
+            return code;
         }
         let Some(gpu) = current_gpu(w) else {
             return sys::CUDA_ERROR_INVALID_VALUE;
@@ -661,6 +822,8 @@ unsafe extern "C" fn cu_launch_kernel(
         if !w.streams.contains_key(&(stream as usize)) {
             return Err(sys::CUDA_ERROR_INVALID_VALUE);
         }
+        owned(w, function as usize)?;
+        owned(w, stream as usize)?;
         // Above 48 KiB, dynamic shared memory needs the kernel's limit raised first.
         let allowed = w
             .dynamic_shared
@@ -698,12 +861,14 @@ fn alloc(w: &mut World, bytes: usize) -> Result<usize, CuResult> {
     // SAFETY: calloc has no preconditions.
     let ptr = unsafe { libc::calloc(1, bytes.max(1)) } as usize;
     w.memory.insert(ptr, bytes);
+    own(w, ptr);
     Ok(ptr)
 }
 
 fn free(w: &mut World, ptr: usize) -> CuResult {
     match w.memory.remove(&ptr) {
         Some(_) => {
+            w.owners.remove(&ptr);
             // SAFETY: from calloc in `alloc`.
             unsafe { libc::free(ptr as *mut c_void) };
             sys::CUDA_SUCCESS
@@ -803,6 +968,7 @@ unsafe extern "C" fn cu_mem_host_unregister(ptr: *mut c_void) -> CuResult {
 fn copy(name: &'static str, dst: usize, src: usize, len: usize, device_side: &[usize], stream: CuHandle) -> CuResult {
     let checked = with(|w| {
         enter(w, name)?;
+        owned(w, stream as usize)?;
         if device_side.iter().all(|&p| known_range(w, p, len)) {
             Ok(())
         } else {
@@ -869,6 +1035,7 @@ unsafe extern "C" fn cu_memcpy_peer(
 unsafe extern "C" fn cu_stream_create(stream: *mut CuHandle, _flags: c_uint) -> CuResult {
     call("cuStreamCreate", |w| {
         let id = handle(w);
+        own(w, id);
         w.streams.insert(id, VecDeque::new());
         // SAFETY: writable per the API.
         unsafe { *stream = id as CuHandle };
@@ -877,9 +1044,17 @@ unsafe extern "C" fn cu_stream_create(stream: *mut CuHandle, _flags: c_uint) -> 
 }
 
 unsafe extern "C" fn cu_stream_destroy(stream: CuHandle) -> CuResult {
-    call("cuStreamDestroy_v2", |w| match w.streams.remove(&(stream as usize)) {
-        Some(_) => 0,
-        None => sys::CUDA_ERROR_INVALID_VALUE,
+    call("cuStreamDestroy_v2", |w| {
+        if let Err(code) = owned(w, stream as usize) {
+            return code;
+        }
+        match w.streams.remove(&(stream as usize)) {
+            Some(_) => {
+                w.owners.remove(&(stream as usize));
+                sys::CUDA_SUCCESS
+            }
+            None => sys::CUDA_ERROR_INVALID_VALUE,
+        }
     })
 }
 
@@ -893,7 +1068,12 @@ fn fail_stream(w: &mut World, stream: usize, code: CuResult) -> CuResult {
 }
 
 unsafe extern "C" fn cu_stream_synchronize(stream: CuHandle) -> CuResult {
-    match with(|w| enter(w, "cuStreamSynchronize").map_err(|code| fail_stream(w, stream as usize, code))) {
+    let entered = with(|w| {
+        enter(w, "cuStreamSynchronize")
+            .and_then(|()| owned(w, stream as usize))
+            .map_err(|code| fail_stream(w, stream as usize, code))
+    });
+    match entered {
         Ok(()) => drain(stream as usize),
         Err(code) => code,
     }
@@ -902,16 +1082,18 @@ unsafe extern "C" fn cu_stream_synchronize(stream: CuHandle) -> CuResult {
 unsafe extern "C" fn cu_stream_query(stream: CuHandle) -> CuResult {
     // Work left is "not ready" once; the query then lets it run, as time passing would.
     let pending = with(|w| {
-        enter(w, "cuStreamQuery").map_err(|code| fail_stream(w, stream as usize, code))?;
+        enter(w, "cuStreamQuery")
+            .and_then(|()| owned(w, stream as usize))
+            .map_err(|code| fail_stream(w, stream as usize, code))?;
         Ok(w.streams.get(&(stream as usize)).map(|q| !q.is_empty()))
     });
     match pending {
         Err(code) => code,
         Ok(None) => sys::CUDA_ERROR_INVALID_VALUE,
-        Ok(Some(true)) => {
-            drain(stream as usize);
-            sys::CUDA_ERROR_NOT_READY
-        }
+        Ok(Some(true)) => match drain(stream as usize) {
+            sys::CUDA_SUCCESS => sys::CUDA_ERROR_NOT_READY,
+            fault => fault,
+        },
         Ok(Some(false)) => sys::CUDA_SUCCESS,
     }
 }
@@ -919,6 +1101,7 @@ unsafe extern "C" fn cu_stream_query(stream: CuHandle) -> CuResult {
 unsafe extern "C" fn cu_stream_wait_event(stream: CuHandle, event: CuHandle, _flags: c_uint) -> CuResult {
     let recorded = with(|w| {
         enter(w, "cuStreamWaitEvent")?;
+        owned(w, stream as usize)?;
         if !w.streams.contains_key(&(stream as usize)) {
             return Err(sys::CUDA_ERROR_INVALID_VALUE);
         }
@@ -938,6 +1121,7 @@ unsafe extern "C" fn cu_stream_wait_event(stream: CuHandle, event: CuHandle, _fl
 unsafe extern "C" fn cu_event_create(event: *mut CuHandle, _flags: c_uint) -> CuResult {
     call("cuEventCreate", |w| {
         let id = handle(w);
+        own(w, id);
         w.events.insert(id, None);
         // SAFETY: writable per the API.
         unsafe { *event = id as CuHandle };
@@ -946,15 +1130,25 @@ unsafe extern "C" fn cu_event_create(event: *mut CuHandle, _flags: c_uint) -> Cu
 }
 
 unsafe extern "C" fn cu_event_destroy(event: CuHandle) -> CuResult {
-    call("cuEventDestroy_v2", |w| match w.events.remove(&(event as usize)) {
-        Some(_) => 0,
-        None => sys::CUDA_ERROR_INVALID_VALUE,
+    call("cuEventDestroy_v2", |w| {
+        if let Err(code) = owned(w, event as usize) {
+            return code;
+        }
+        match w.events.remove(&(event as usize)) {
+            Some(_) => {
+                w.owners.remove(&(event as usize));
+                sys::CUDA_SUCCESS
+            }
+            None => sys::CUDA_ERROR_INVALID_VALUE,
+        }
     })
 }
 
 unsafe extern "C" fn cu_event_record(event: CuHandle, stream: CuHandle) -> CuResult {
     let ok = with(|w| {
         enter(w, "cuEventRecord")?;
+        owned(w, event as usize)?;
+        owned(w, stream as usize)?;
         match w.events.get_mut(&(event as usize)) {
             Some(state) => {
                 *state = Some((stream as usize, false));

@@ -31,6 +31,12 @@ pub const CUDA_ERROR_DEINITIALIZED: CuResult = 4;
 pub const CUDA_ERROR_NO_DEVICE: CuResult = 100;
 /// `CUDA_ERROR_INVALID_IMAGE`.
 pub const CUDA_ERROR_INVALID_IMAGE: CuResult = 200;
+/// `CUDA_ERROR_INVALID_CONTEXT`: no context is current on the calling thread, or it was destroyed.
+pub const CUDA_ERROR_INVALID_CONTEXT: CuResult = 201;
+/// `CUDA_ERROR_INVALID_HANDLE`: a handle of another context, or none.
+pub const CUDA_ERROR_INVALID_HANDLE: CuResult = 400;
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`: a kernel faulted; sticky for its context.
+pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
 /// `CUDA_ERROR_NOT_FOUND`: no such symbol in a module.
 pub const CUDA_ERROR_NOT_FOUND: CuResult = 500;
 /// `CUDA_ERROR_NOT_READY`: a queried stream or event has work left.

@@ -433,3 +433,48 @@ fn the_suites_fault_test_fails_each_of_these_cuda_calls() {
     failed.sort_by_key(key);
     assert_eq!(failed, expected);
 }
+
+/// The simulated driver keeps NVIDIA's context rules, so that the backend's tests fail where a real
+/// driver would: no current context on a thread is `CUDA_ERROR_INVALID_CONTEXT`, another context's
+/// stream is `CUDA_ERROR_INVALID_HANDLE`, and a released primary context is no longer current.
+#[test]
+fn the_simulated_driver_keeps_contexts_per_thread_and_objects_per_context() {
+    use super::sys::{CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS};
+    let _serial = serial();
+    simulated::reset(&[H100, H100], 0);
+    let f = &simulated::driver().functions;
+    let mut contexts = [std::ptr::null_mut(); 2];
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: the simulated driver's entry points, with writable out-pointers.
+    unsafe {
+        assert_eq!((f.cuDevicePrimaryCtxRetain)(&mut contexts[0], 0), CUDA_SUCCESS);
+        assert_eq!((f.cuDevicePrimaryCtxRetain)(&mut contexts[1], 1), CUDA_SUCCESS);
+        assert_eq!(
+            (f.cuStreamCreate)(&mut stream, 0),
+            CUDA_ERROR_INVALID_CONTEXT,
+            "none current"
+        );
+        assert_eq!((f.cuCtxSetCurrent)(contexts[0]), CUDA_SUCCESS);
+        assert_eq!((f.cuStreamCreate)(&mut stream, 0), CUDA_SUCCESS);
+        let other_thread = stream as usize;
+        let elsewhere = std::thread::spawn(move || (f.cuStreamSynchronize)(other_thread as _))
+            .join()
+            .unwrap();
+        assert_eq!(elsewhere, CUDA_ERROR_INVALID_CONTEXT, "current on one thread only");
+        assert_eq!((f.cuCtxSetCurrent)(contexts[1]), CUDA_SUCCESS);
+        assert_eq!(
+            (f.cuStreamSynchronize)(stream),
+            CUDA_ERROR_INVALID_HANDLE,
+            "another context's"
+        );
+        assert_eq!((f.cuCtxSetCurrent)(contexts[0]), CUDA_SUCCESS);
+        assert_eq!((f.cuStreamDestroy_v2)(stream), CUDA_SUCCESS);
+        assert_eq!((f.cuDevicePrimaryCtxRelease_v2)(0), CUDA_SUCCESS);
+        assert_eq!(
+            (f.cuStreamCreate)(&mut stream, 0),
+            CUDA_ERROR_INVALID_CONTEXT,
+            "released"
+        );
+        assert_eq!((f.cuDevicePrimaryCtxRelease_v2)(1), CUDA_SUCCESS);
+    }
+}
