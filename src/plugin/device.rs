@@ -31,6 +31,9 @@ pub struct QueueSlot<B: Backend> {
     /// that they show as spans from launch to the end the host saw.
     #[cfg(feature = "rpc")]
     traced_kernels: std::sync::Mutex<Vec<(String, u64)>>,
+    /// The entry address of the last kernel launched on this queue since it was last finished (0 for
+    /// none), so that a failure of the queue's work names the kernel a user looks at first.
+    last_kernel: AtomicUsize,
 }
 
 impl<B: Backend> QueueSlot<B> {
@@ -42,7 +45,32 @@ impl<B: Backend> QueueSlot<B> {
             rpc_kernels: AtomicUsize::new(0),
             #[cfg(feature = "rpc")]
             traced_kernels: std::sync::Mutex::new(Vec::new()),
+            last_kernel: AtomicUsize::new(0),
         }
+    }
+
+    /// Notes the kernel at `entry` as the last launched on this queue.
+    pub fn note_launch(&self, entry: usize) {
+        // Only the queue's owner launches on it: a plain store, no read-modify-write.
+        self.last_kernel.store(entry, Ordering::Relaxed);
+    }
+
+    /// What waiting for this queue's work came to, a failure with the name of the last kernel
+    /// launched on it (when one was and is still loaded on `device`); the queue's work is over, so
+    /// the kernel is forgotten.
+    pub fn outcome(&self, device: &Device<B>, waited: Result<()>) -> Result<()> {
+        let entry = self.last_kernel.load(Ordering::Relaxed);
+        if entry == 0 {
+            return waited;
+        }
+        self.last_kernel.store(0, Ordering::Relaxed);
+        waited.map_err(|error| match device.kernel(entry) {
+            Ok(kernel) => error.context(format!(
+                "the queue's work (its last kernel {})",
+                kernel.name.to_string_lossy()
+            )),
+            Err(_) => error,
+        })
     }
 
     /// A kernel that may call the host was launched on this queue of `device`: counts it here and in

@@ -172,6 +172,7 @@ impl<B: Backend> Core<B> {
         } else {
             Ok(())
         };
+        let waited = slot.outcome(device, waited);
         slot.end_rpc_kernels(device);
         device.queues.release(slot)?;
         waited
@@ -728,6 +729,7 @@ impl<B: Backend> PluginApi for Core<B> {
             } else {
                 None
             };
+            slot.note_launch(entry);
             // SAFETY: `kernel` is a registered kernel of this device; the arguments are forwarded from
             // this function's contract.
             unsafe {
@@ -772,6 +774,7 @@ impl<B: Backend> PluginApi for Core<B> {
             // The driver reports the queue's work failed: as the stock plugin does, the queue goes
             // back and the async info forgets it, so that libomptarget does not query it for ever.
             Err(e) => {
+                let e = slot.outcome(device, Err(e)).unwrap_err();
                 if let Err(release) = self.finish_queue(device, slot, false) {
                     log::device_info(device.index, format_args!("releasing a failed queue: {release}"));
                 }

@@ -193,6 +193,15 @@ impl Harness for CudaHarness {
         simulated::clear_kernels();
     }
 
+    fn fail_kernel(&self, name: &str) -> String {
+        simulated::register_kernel(
+            name,
+            0,
+            Arc::new(|_: &[u64]| Err(super::sys::CUDA_ERROR_ILLEGAL_ADDRESS)),
+        );
+        "CUDA_ERROR_ILLEGAL_ADDRESS (700)".into()
+    }
+
     fn limit_memory(&self, extra: usize) {
         let mut world = simulated::world();
         let world = world.as_mut().unwrap();

@@ -248,10 +248,11 @@ pub(crate) trait Harness: Sized {
     fn queues_fail_by_device_faults() -> bool {
         false
     }
-    /// Makes every later run of kernel `name` fault on the device; asked only where
-    /// `queues_fail_by_device_faults`. Returns what the resulting error must say.
+    /// Makes every later run of kernel `name` fault on the device; asked where
+    /// `queues_fail_by_device_faults` and by the device-fault tests (`backend_fault_suite!`). Returns
+    /// what the resulting error must say.
     fn fail_kernel(&self, _name: &str) -> String {
-        unreachable!("asked only where queues_fail_by_device_faults")
+        unreachable!("asked only of harnesses whose kernels can fault")
     }
 }
 
@@ -1022,6 +1023,48 @@ pub(crate) fn a_failed_query_releases_the_queue<H: Harness>() {
     assert!(core.deinit().unwrap());
 }
 
+/// A kernel that faults on the device fails the region that waited for it with an error that names
+/// the kernel and the driver's own error; the device is failed for good (the driver's error is sticky
+/// on CUDA, the queue's on HSA), so later work is refused with the same error instead of hanging, and
+/// teardown still releases everything.
+pub(crate) fn a_kernel_that_faults_fails_its_device_for_good_and_is_named<H: Harness>() {
+    let h = H::start(1, &[]);
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
+    let expected = h.fail_kernel(&program.spmd_name);
+    let spmd = loaded.addresses[program.spmd];
+    // SAFETY: the simulated kernel takes no arguments.
+    let err = unsafe { core.launch(0, spmd, &[], &LaunchRequest::default(), None) }
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&expected), "the driver's error: {err}");
+    assert!(
+        err.contains(&format!("its last kernel {}", program.spmd_name)),
+        "the kernel named: {err}"
+    );
+    // SAFETY: as above.
+    let refused = unsafe {
+        core.launch(
+            0,
+            loaded.addresses[program.generic],
+            &[],
+            &LaunchRequest::default(),
+            None,
+        )
+    }
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains(&expected), "{refused}");
+    h.clear_kernels();
+    match core.deinit() {
+        Ok(done) => assert!(done),
+        Err(e) => assert!(e.to_string().contains(&expected), "{e}"),
+    }
+    assert_eq!(h.live(), Live::NONE);
+}
+
 /// The host entry of the device header's RPC client pointer, which every suite program defines.
 #[cfg(feature = "rpc")]
 fn client_entry() -> HostEntry {
@@ -1252,6 +1295,20 @@ pub(crate) fn in_own_process(path: &str, test: fn()) {
     );
 }
 
+/// Instantiates the suite's device-fault tests for a harness whose kernels can fault
+/// ([`Harness::fail_kernel`]), as `#[test]`s in a module `$name`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! backend_fault_suite {
+    ($name:ident, $harness:ty $(, $runner:ident)?) => {
+        mod $name {
+            $crate::backend_suite!(@tests $harness $(, $runner)?;
+                a_kernel_that_faults_fails_its_device_for_good_and_is_named,
+            );
+        }
+    };
+}
+
 // The harnesses, each beside the backend it drives; `suite::<name>::` runs the suite on one.
 crate::backend_suite!(cuda, crate::backend::cuda::harness::CudaHarness);
 crate::backend_suite!(fake, crate::plugin::tests::FakeHarness);
@@ -1273,5 +1330,17 @@ crate::backend_suite!(
 crate::backend_suite!(
     amdgpu_rocr_wave32,
     crate::backend::amdgpu::rocr_harness::RocrHarness<crate::backend::amdgpu::harness::Rx6900>,
+    in_own_process
+);
+
+// Device faults, on the harnesses of GPUs (the core's fake backend has none).
+crate::backend_fault_suite!(cuda_faults, crate::backend::cuda::harness::CudaHarness);
+crate::backend_fault_suite!(
+    amdgpu_faults,
+    crate::backend::amdgpu::harness::AmdgpuHarness<crate::backend::amdgpu::harness::Mi250>
+);
+crate::backend_fault_suite!(
+    amdgpu_rocr_faults,
+    crate::backend::amdgpu::rocr_harness::RocrHarness<crate::backend::amdgpu::harness::Mi250>,
     in_own_process
 );
