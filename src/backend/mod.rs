@@ -17,7 +17,7 @@ pub(crate) mod suite;
 use std::ffi::{c_void, CStr};
 
 use crate::util::config::BackendKind;
-use crate::util::error::Result;
+use crate::util::error::{Error, Result};
 
 /// How many leading bytes of an image `is_compatible_image` is shown: enough for any header check.
 pub const IMAGE_HEADER_BYTES: usize = 4096;
@@ -229,6 +229,13 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// server, and their host calls fail as with none, instead of waiting for ever.
     fn host_services_unavailable(&self, _device: usize) -> Option<String> {
         None
+    }
+
+    /// Whether `error`, from waiting for `device`'s work, means the device is lost for good (a kernel
+    /// faulted: CUDA's sticky errors, an HSA queue error): its host calls can never be completed by
+    /// the device, so the core ends the ones in progress and takes its servers out of service.
+    fn device_lost(&self, _device: usize, _error: &Error) -> bool {
+        false
     }
 
     /// Whether device code's `malloc` (served by the host) must come from device memory reserved

@@ -110,6 +110,39 @@ pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Resu
     Ok(())
 }
 
+/// How long the host calls a lost device was making are given to end once answered for it.
+#[cfg(feature = "rpc")]
+const LOST_CALLS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `device` is lost (`error`, a kernel's fault, says why): the host calls it was in the middle of are
+/// ended and its servers taken out of service, so that no serving thread waits for it for ever; said
+/// once. The servers themselves go with their images.
+#[cfg(feature = "rpc")]
+pub fn retire_servers_of_lost_device<B: Backend>(device: &Device<B>, error: &crate::util::error::Error) {
+    let servers: Vec<_> = crate::util::sync::lock(&device.images)
+        .iter()
+        .filter_map(|image| image.services.server.clone())
+        .filter(|server| !server.device_lost())
+        .collect();
+    if servers.is_empty() {
+        return;
+    }
+    crate::util::log::error(format_args!(
+        "device {} was lost ({error}); the host calls its code was making were ended and its host \
+         services stopped",
+        device.index
+    ));
+    for server in &servers {
+        if let Err(e) = crate::rpc::registry::retire_lost_device_server(server, LOST_CALLS_WAIT) {
+            crate::util::log::error(format_args!("device {}: {e}", device.index));
+        }
+    }
+}
+
+/// Without host services there is never a server.
+#[cfg(not(feature = "rpc"))]
+pub fn retire_servers_of_lost_device<B: Backend>(_device: &Device<B>, _error: &crate::util::error::Error) {}
+
 /// The device address and bytes of the image's global `name` when the image defines it with exactly
 /// `N` bytes (`what` it holds, for the message when its size differs), `None` when it does not define
 /// it.

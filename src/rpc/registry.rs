@@ -98,15 +98,43 @@ pub fn add_server(server: Arc<RpcServer>) -> Result<()> {
     Ok(())
 }
 
+/// Takes `server` off the list that the serving threads scan.
+fn take_out(server: &Arc<RpcServer>) {
+    let mut servers = write(&REGISTRY.servers);
+    if !servers.iter().any(|s| Arc::ptr_eq(s, server)) {
+        return;
+    }
+    let list: Vec<Arc<RpcServer>> = servers.iter().filter(|s| !Arc::ptr_eq(s, server)).cloned().collect();
+    *servers = Arc::new(list);
+    REGISTRY.generation.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The device of `server` is lost (a kernel faulted): takes the server out of service and answers
+/// for the device every call a thread is in the middle of ([`RpcServer::answer_for_lost_device`]),
+/// until none is, or `limit` has passed (an error then: a handler that does not return, or a server
+/// served through libc's whole-server scan, whose calls cannot be told apart).
+pub fn retire_lost_device_server(server: &Arc<RpcServer>, limit: Duration) -> Result<()> {
+    take_out(server);
+    let deadline = Instant::now() + limit;
+    loop {
+        server.answer_for_lost_device();
+        if !server.in_a_call() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Timeout(format!(
+                "a host call of device {} was still being served {limit:?} after the device was lost",
+                server.device()
+            )));
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
 /// Takes `server` out of service and waits (up to a few seconds) until no thread is serving it, so that
 /// it can be shut down.
 pub fn remove_server(server: &Arc<RpcServer>) -> Result<()> {
-    {
-        let mut servers = write(&REGISTRY.servers);
-        let list: Vec<Arc<RpcServer>> = servers.iter().filter(|s| !Arc::ptr_eq(s, server)).cloned().collect();
-        *servers = Arc::new(list);
-        REGISTRY.generation.fetch_add(1, Ordering::AcqRel);
-    }
+    take_out(server);
     // Threads that serve hold a snapshot of the list; they let go of it when they next look at the
     // generation or go to sleep.
     let deadline = Instant::now() + Duration::from_secs(5);

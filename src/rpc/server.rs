@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::ffi::{self, opcode};
@@ -108,6 +108,11 @@ pub struct RpcServer {
     /// Whether its calls are shown to the stand-by thread and the watchdog and go to the statistics
     /// and the trace: a device's are, a rehearsal's ([`super::rehearsal`]) are not.
     accounted: bool,
+    /// Per port (when serving port by port), whether a thread is inside a call on it: the calls
+    /// [`RpcServer::answer_for_lost_device`] may have to end.
+    in_call: Box<[AtomicBool]>,
+    /// Whether the device was lost: its calls are answered for it from then on.
+    lost: AtomicBool,
 }
 
 /// How many recently used ports each server watches between parts of its scan.
@@ -367,6 +372,10 @@ impl RpcServer {
             recent_next: AtomicUsize::new(0),
             cursor: AtomicUsize::new(0),
             accounted,
+            in_call: (0..if port_by_port { ports } else { 0 })
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+            lost: AtomicBool::new(false),
         });
         let state = (&*server.callback_state as *const CallbackState).cast_mut().cast();
         let registered = server
@@ -660,8 +669,9 @@ impl RpcServer {
             Claim::Busy | Claim::Unavailable => return false,
         };
         // Another thread may have served the request between our look and our claim; only the
-        // claim's holder serves the port, so this look is exact.
-        if !self.pending(port) {
+        // claim's holder serves the port, so this look is exact. A lost device's requests are not its
+        // own any more (see `answer_for_lost_device`).
+        if !self.pending(port) || self.device_lost() {
             return false;
         }
         let opcode = self.opcode_of(port);
@@ -670,7 +680,9 @@ impl RpcServer {
             // thread on the handler's lock.
             return false;
         }
+        self.in_call[port].store(true, Ordering::Release);
         let status = self.observed(port, opcode, || window.serve());
+        self.in_call[port].store(false, Ordering::Release);
         window.count_served();
         drop(window);
         self.check_served(status, Some(port));
@@ -679,6 +691,9 @@ impl RpcServer {
 
     /// Serves every waiting request through libc's whole-server scan.
     fn serve_whole(&self) -> bool {
+        if self.device_lost() {
+            return false;
+        }
         let Some(first) = (0..self.ports as usize).find(|&i| self.pending(i)) else {
             return false;
         };
@@ -752,6 +767,46 @@ impl RpcServer {
             libc::fflush(std::ptr::null_mut());
             libc::_exit(1)
         }
+    }
+
+    /// The device faulted or was lost and will never take its turn again: every call a serving
+    /// thread is in the middle of (waiting for the device's next packet, or for it to take a reply) is
+    /// answered for the device with empty packets, so that the handler runs to its end instead of
+    /// waiting for ever; a lost device's server opens no new call (an answer given just as a call
+    /// ended looks like one). Returns how many ports were answered now; called over and over,
+    /// after the server was taken out of service, until no thread holds it. The device's memory is no
+    /// longer the device's to write once it is lost, so the host may write it. Serving through libc's
+    /// whole-server scan, which keeps no record of the ports it is in, answers nothing.
+    pub fn answer_for_lost_device(&self) -> usize {
+        self.lost.store(true, Ordering::Release);
+        let mut answered = 0;
+        for port in (0..self.in_call.len()).filter(|&p| self.in_call[p].load(Ordering::Acquire)) {
+            let client = self.layout.client_word(port);
+            if self.mailbox_word(client) != self.mailbox_word(self.layout.server_word(port)) {
+                continue; // the server's turn: it is running the handler, not waiting
+            }
+            // SAFETY: the port's packets lie inside the mailbox (see the layout), which lives as long
+            // as `self`; the device that would write them is lost, and the server does not touch them
+            // while it waits for its turn.
+            unsafe {
+                let packets = self.mailbox.add(self.layout.packet(port, 0));
+                std::ptr::write_bytes(packets, 0, super::mailbox::PACKET_BYTES * self.layout.lanes);
+            }
+            // SAFETY: a word of the layout, inside the mailbox, only ever accessed atomically.
+            unsafe { (*self.mailbox.add(client).cast::<AtomicU32>()).fetch_xor(1, Ordering::AcqRel) };
+            answered += 1;
+        }
+        answered
+    }
+
+    /// Whether a thread is in the middle of a call on any port (known only when serving port by port).
+    pub fn in_a_call(&self) -> bool {
+        self.in_call.iter().any(|c| c.load(Ordering::Acquire))
+    }
+
+    /// Whether the device was lost ([`RpcServer::answer_for_lost_device`]).
+    pub fn device_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
     }
 
     /// Frees the server and its mailbox. Only for servers no thread serves any more.

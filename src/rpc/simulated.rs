@@ -178,6 +178,12 @@ impl ClientPort<'_> {
         self.receive = false;
     }
 
+    /// Waits until the server has taken what was sent and waits for this side again, without sending
+    /// (a device that stops in the middle of a call does this much).
+    pub fn wait_for_turn(&self) {
+        self.wait_for_ownership(self.device.inbox(self.index));
+    }
+
     /// Receives one packet per active lane, handed to `take(lane, packet)`.
     pub fn recv(&mut self, mut take: impl FnMut(usize, &[u64; 8])) {
         if self.receive {

@@ -313,6 +313,17 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
         simulated::register_kernel(name, Arc::new(|_: &[u64]| Err(super::sys::HSA_STATUS_ERROR_EXCEPTION)));
         "HSA_STATUS_ERROR_EXCEPTION (0x1016)".into()
     }
+
+    fn fail_kernel_after(&self, name: &str, _args: usize, body: KernelBody) -> String {
+        simulated::register_kernel(
+            name,
+            Arc::new(move |args: &[u64]| {
+                body(args);
+                Err(super::sys::HSA_STATUS_ERROR_EXCEPTION)
+            }),
+        );
+        "HSA_STATUS_ERROR_EXCEPTION (0x1016)".into()
+    }
 }
 
 impl<G: SimulatedGpu> Drop for AmdgpuHarness<G> {

@@ -650,6 +650,12 @@ impl Backend for AmdgpuBackend {
         queue.handle()
     }
 
+    fn device_lost(&self, device: usize, _error: &Error) -> bool {
+        // A queue error or memory fault fails the device's health for good (until it is initialised
+        // again); a failed call of the runtime's does not.
+        self.devices[device].health.check().is_err()
+    }
+
     fn synchronize(&self, device: usize, queue: &AmdStream) -> Result<()> {
         queue.synchronize(&self.devices[device])
     }

@@ -658,14 +658,8 @@ unsafe extern "C" fn run_kernel(_ctx: *mut c_void, packet: *const u8, kernarg: *
         }
         (body, r.faulting.contains(&name))
     };
-    if faults {
-        if body.is_some() {
-            record().running -= 1;
-        }
-        return TRAP;
-    }
     let Some((words, body)) = body else {
-        return 0;
+        return if faults { TRAP } else { 0 };
     };
     // SAFETY: the backend wrote at least `words` argument words (the kernels' explicit arguments).
     let args: Vec<u64> = (0..words)
@@ -678,7 +672,12 @@ unsafe extern "C" fn run_kernel(_ctx: *mut c_void, packet: *const u8, kernarg: *
         r.violations.push("a kernel body panicked".into());
         return TRAP;
     }
-    0
+    // A faulting kernel faults after its body ran (a call it began is left for the host to end).
+    if faults {
+        TRAP
+    } else {
+        0
+    }
 }
 
 /// How many argument words the suite's kernels take: each takes one pointer.
@@ -899,6 +898,11 @@ impl<G: SimulatedGpu> Harness for RocrHarness<G> {
     fn fail_kernel(&self, name: &str) -> String {
         record().faulting.insert(name.to_string());
         "HSA_STATUS_ERROR_EXCEPTION (0x1016)".into()
+    }
+
+    fn fail_kernel_after(&self, name: &str, args: usize, body: KernelBody) -> String {
+        self.register_kernel(name, args, body);
+        self.fail_kernel(name)
     }
 }
 

@@ -194,10 +194,17 @@ impl Harness for CudaHarness {
     }
 
     fn fail_kernel(&self, name: &str) -> String {
+        self.fail_kernel_after(name, 0, Arc::new(|_: &[u64]| {}))
+    }
+
+    fn fail_kernel_after(&self, name: &str, args: usize, body: KernelBody) -> String {
         simulated::register_kernel(
             name,
-            0,
-            Arc::new(|_: &[u64]| Err(super::sys::CUDA_ERROR_ILLEGAL_ADDRESS)),
+            args,
+            Arc::new(move |values: &[u64]| {
+                body(values);
+                Err(super::sys::CUDA_ERROR_ILLEGAL_ADDRESS)
+            }),
         );
         "CUDA_ERROR_ILLEGAL_ADDRESS (700)".into()
     }

@@ -571,6 +571,17 @@ impl Backend for CudaBackend {
         unsafe { self.api.synchronize_event(event.raw()) }
     }
 
+    fn device_lost(&self, _device: usize, error: &Error) -> bool {
+        fn code(error: &Error) -> Option<i64> {
+            match error {
+                Error::Driver { code, .. } => Some(*code),
+                Error::Context { source, .. } => code(source),
+                _ => None,
+            }
+        }
+        code(error).is_some_and(|code| sys::STICKY_ERRORS.contains(&(code as sys::CuResult)))
+    }
+
     fn host_services_unavailable(&self, _device: usize) -> Option<String> {
         self.confidential_computing
             .get_or_init(nvml::confidential_computing)

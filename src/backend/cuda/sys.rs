@@ -37,6 +37,11 @@ pub const CUDA_ERROR_INVALID_CONTEXT: CuResult = 201;
 pub const CUDA_ERROR_INVALID_HANDLE: CuResult = 400;
 /// `CUDA_ERROR_ILLEGAL_ADDRESS`: a kernel faulted; sticky for its context.
 pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
+/// The errors that a fault on the device leaves sticky for its context: every later call in the
+/// context fails with them until it is destroyed (NVIDIA's documentation of each): an illegal address,
+/// a launch timeout, a device-side assert, a hardware stack error, an illegal instruction, a
+/// misaligned address, an invalid address space, an invalid program counter, a failed launch.
+pub const STICKY_ERRORS: [CuResult; 9] = [700, 702, 710, 714, 715, 716, 717, 718, 719];
 /// `CUDA_ERROR_NOT_FOUND`: no such symbol in a module.
 pub const CUDA_ERROR_NOT_FOUND: CuResult = 500;
 /// `CUDA_ERROR_NOT_READY`: a queried stream or event has work left.

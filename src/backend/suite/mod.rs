@@ -254,6 +254,12 @@ pub(crate) trait Harness: Sized {
     fn fail_kernel(&self, _name: &str) -> String {
         unreachable!("asked only of harnesses whose kernels can fault")
     }
+    /// Makes every later run of kernel `name` run `body` (with its first `args` argument values) and
+    /// then fault on the device, as [`Harness::fail_kernel`].
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only the host-services fault test asks
+    fn fail_kernel_after(&self, _name: &str, _args: usize, _body: KernelBody) -> String {
+        unreachable!("asked only of harnesses whose kernels can fault")
+    }
 }
 
 /// Reads a `T` at a simulated device address.
@@ -1065,6 +1071,109 @@ pub(crate) fn a_kernel_that_faults_fails_its_device_for_good_and_is_named<H: Har
     assert_eq!(h.live(), Live::NONE);
 }
 
+/// Receives a byte string from lane 0 and replies: a call whose string spans packets, in the middle
+/// of which a lost device leaves the handler waiting. Keeps the string it got.
+#[cfg(feature = "rpc")]
+struct KeepString {
+    got: Arc<Mutex<Option<Vec<u8>>>>,
+}
+
+#[cfg(feature = "rpc")]
+impl crate::rpc::registry::UserHandler for KeepString {
+    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        let strings = port.recv_n().unwrap();
+        *self.got.lock().unwrap() = Some(strings[0].as_slice().to_vec());
+        port.send(&port.lane_packets()).unwrap();
+    }
+}
+
+/// A device lost in the middle of a host call (its kernel faulted after sending the first packet of
+/// a string that spans four) leaves no serving thread waiting for it: the region fails naming the
+/// kernel and the fault, the call in progress is answered for the device (the handler gets the rest
+/// of the string as zeros and returns), the device's server is out of service, and teardown releases
+/// everything.
+#[cfg(feature = "rpc")]
+pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waiting<H: Harness>() {
+    use crate::rpc::simulated::SimulatedDevice;
+    const OP_KEEP_STRING: u16 = 0xC0DB;
+    /// The string the device starts to send: its first packet carries the size and 56 bytes.
+    const LEN: usize = 200;
+    let h = H::start(1, &[("OMPRPC_RPC_PORTS", "8")]);
+    let got = Arc::new(Mutex::new(None));
+    crate::rpc::registry::register_handler(OP_KEEP_STRING, Box::new(KeepString { got: Arc::clone(&got) })).unwrap();
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let mut entries = program.entries.clone();
+    entries.push(client_entry());
+    let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
+    let blocks = h.memory_blocks();
+    let server = crate::rpc::registry::servers()
+        .iter()
+        .find(|s| blocks.iter().any(|&(start, _)| start == s.mailbox_address()))
+        .cloned()
+        .expect("the image's server");
+    assert!(server.serves_port_by_port(), "libc 19.1's layout, served port by port");
+    let kernel_server = Arc::clone(&server);
+    let expected = h.fail_kernel_after(
+        &program.generic_name,
+        0,
+        Arc::new(move |_| {
+            let device = SimulatedDevice::new(Arc::clone(&kernel_server));
+            let mut port = device.open(OP_KEEP_STRING, 1, 3);
+            // The first packet of a string of LEN bytes, as libc's client sends it...
+            port.send(|_, packet| {
+                packet[0] = LEN as u64;
+                packet[1..].fill(u64::from_ne_bytes([0xAB; 8]));
+            });
+            // ...taken by the server, which now waits for the next one: the device faults here.
+            port.wait_for_turn();
+        }),
+    );
+    let started = std::time::Instant::now();
+    // SAFETY: the simulated kernel takes no arguments.
+    let err = unsafe {
+        core.launch(
+            0,
+            loaded.addresses[program.generic],
+            &[],
+            &LaunchRequest::default(),
+            None,
+        )
+    }
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(&expected) && err.contains(&program.generic_name),
+        "the fault and the kernel: {err}"
+    );
+    while got.lock().unwrap().is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the handler still waits for the lost device"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let string = got.lock().unwrap().clone().unwrap();
+    assert_eq!(string.len(), LEN, "the size the device sent");
+    assert!(
+        string[..56].iter().all(|&b| b == 0xAB) && string[56..].iter().all(|&b| b == 0),
+        "what the device sent, then empty packets answered for it: {string:x?}"
+    );
+    assert!(server.device_lost() && !server.in_a_call());
+    assert!(
+        !crate::rpc::registry::servers().iter().any(|s| Arc::ptr_eq(s, &server)),
+        "the lost device's server is out of service"
+    );
+    h.clear_kernels();
+    drop(server);
+    match core.deinit() {
+        Ok(done) => assert!(done),
+        Err(e) => assert!(e.to_string().contains(&expected), "{e}"),
+    }
+    assert_eq!(h.live(), Live::NONE, "the mailbox and client object are released too");
+}
+
 /// The host entry of the device header's RPC client pointer, which every suite program defines.
 #[cfg(feature = "rpc")]
 fn client_entry() -> HostEntry {
@@ -1304,6 +1413,10 @@ macro_rules! backend_fault_suite {
         mod $name {
             $crate::backend_suite!(@tests $harness $(, $runner)?;
                 a_kernel_that_faults_fails_its_device_for_good_and_is_named,
+            );
+            #[cfg(feature = "rpc")]
+            $crate::backend_suite!(@tests $harness $(, $runner)?;
+                a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waiting,
             );
         }
     };
