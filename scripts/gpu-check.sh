@@ -3,10 +3,12 @@
 # AMDGPU plugin on a machine with an AMD GPU and ROCm, beside the stock plugin.
 #
 #   sh scripts/gpu-check.sh bundle   (here, on Debian 12 with the set-up done) builds the plugin and the
-#                                    test programs for sm_90 and packs them, with Debian's libomptarget
-#                                    16, libomp, the stock CUDA plugin and the libraries they need that
-#                                    an Ubuntu 24.04 system lacks, into target/gpu-check/omprpc-gpu-check.tar.xz
-#                                    (checked to be under 64 MiB);
+#                                    test programs for sm_80 and sm_90 (both images in each program) and
+#                                    packs them, with Debian's libomptarget 16, libomp, the stock CUDA
+#                                    plugin, and the dynamic loader and every system library they need
+#                                    (glibc included), into target/gpu-check/omprpc-gpu-check.tar.xz
+#                                    (checked to be under 64 MiB); the runner starts every program
+#                                    through that loader, so the bundle runs on an older glibc;
 #   sh scripts/gpu-check.sh amd-bundle  the same for AMD GPUs: the programs built for gfx90a (MI200) and
 #                                    gfx940 (MI300), ours as the AMDGPU plugin beside the stock one, into
 #                                    target/gpu-check/omprpc-gpu-check-amd.tar.xz; the HSA runtime is the
@@ -24,10 +26,11 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
   [ "$(basename "$0")" = "run.sh" ] || B=${2:?usage: gpu-check.sh run BUNDLE_DIR}
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  libs="$B/lib"
-  if LD_LIBRARY_PATH="$libs" ldd "$libs/libLLVM-16.so.1" 2>/dev/null | grep -q "not found"; then
-    libs="$libs:$B/fallback" # Debian's copies of what this system lacks, after its own
-  fi
+  # Every program starts through the dynamic loader and C library the bundle was built with (sys/),
+  # never the system's, so that the bundle runs where the system's glibc is older than Debian 12's
+  # (Ubuntu 22.04, RHEL 8); the machine's own GPU driver library is still the one loaded.
+  loader="$B/sys/ld-linux-x86-64.so.2"
+  libs="$B/lib:$B/sys"
   vendor=$(cat "$B/vendor" 2>/dev/null || echo nvidia)
   # The stock plugins open the unversioned "libcuda.so" / "libhsa-runtime64.so", which a driver-only
   # system may lack: point them at the soname.
@@ -35,11 +38,13 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
   if [ "$vendor" = amd ]; then
     soname=libhsa-runtime64.so.1
     plugin=AMDGPU
+    plugin_file=libomptarget.rtl.amdgpu.nextgen.so
     driver=$(ldconfig -p 2>/dev/null | awk '/libhsa-runtime64\.so\.1 .*x86-64/ {print $NF; exit}')
     [ -n "$driver" ] || [ ! -e /opt/rocm/lib/$soname ] || driver=/opt/rocm/lib/$soname
   else
     soname=libcuda.so.1
     plugin=CUDA
+    plugin_file=libomptarget.rtl.cuda.nextgen.so
     driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
   fi
   [ -n "$driver" ] && ln -sf "$driver" "$tmp/driver/${soname%.1}" && ln -sf "$driver" "$tmp/driver/$soname"
@@ -49,7 +54,22 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
   stock="$libs:$tmp/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
   echo "omprpc GPU check: $(uname -srm); driver library: ${driver:-none}"
-  probe=$(LD_LIBRARY_PATH="$ours" LIBOMPTARGET_INFO=16 timeout 60 "$B/bin/gpu_probe" 2>"$tmp/probe.err" || true)
+  # Where the bundle itself cannot start, say so, with the loader's words: not "0 devices".
+  cannot_run() {
+    echo "this bundle cannot run here: $1"
+    echo "summary: 0 passed, 1 failed"
+    exit 2
+  }
+  for lib in "$B/lib/libomptarget.so.16" "$B/ours/$plugin_file" "$B/lib/$plugin_file"; do
+    if ! listed=$("$loader" --library-path "$ours" --list "$lib" 2>&1) || echo "$listed" | grep -q -e 'not found' -e 'error'; then
+      cannot_run "$(basename "$lib") does not load with the bundle's own loader and C library: $(echo "$listed" | grep -m1 -e 'not found' -e 'error' || echo "$listed" | head -1)"
+    fi
+  done
+  probe_status=0
+  probe=$(LIBOMPTARGET_INFO=16 timeout 60 "$loader" --library-path "$ours" "$B/bin/gpu_probe" 2>"$tmp/probe.err") || probe_status=$?
+  if [ "$probe_status" = 126 ] || [ "$probe_status" = 127 ] || grep -q 'error while loading shared libraries' "$tmp/probe.err"; then
+    cannot_run "its programs do not start (exit $probe_status): $(head -1 "$tmp/probe.err")"
+  fi
   devices=$(echo "$probe" | sed -n 's/^devices: //p')
   if [ "${devices:-0}" = 0 ]; then
     shown=""
@@ -105,7 +125,7 @@ if [ "${1:-}" = "run" ] || [ "$(basename "$0")" = "run.sh" ]; then
       return
     fi
     [ "$left" -lt 30 ] || left=30
-    LD_LIBRARY_PATH="$path" timeout "$left" "$B/bin/$name" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+    timeout "$left" "$loader" --library-path "$path" "$B/bin/$name" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
     if [ "$status" = 124 ]; then
       echo "  $name $*: timed out after $left s; its last output:"
       tail -n 4 "$tmp/out" "$tmp/err" 2>/dev/null | sed 's/^/    /'
@@ -259,12 +279,16 @@ else
   [ -x "$cuda/bin/ptxas" ] || { echo "no ptxas in $cuda; run: sudo sh scripts/setup-debian.sh" >&2; exit 1; }
   bundle=$out/omprpc-gpu-check
   plugin_file=libomptarget.rtl.cuda.nextgen.so
+  # A100 (sm_80) and H100/H200 (sm_90): each program holds both images, and the plugin takes the
+  # one the machine's GPUs run.
+  targets="sm_80 sm_90"
   offload() {
-    printf -- '-fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_90 --cuda-path=%s -Wno-unknown-cuda-version' "$cuda"
+    for t in $targets; do printf -- '--offload-arch=%s ' "$t"; done
+    printf -- '--cuda-path=%s -Wno-unknown-cuda-version' "$cuda"
   }
 fi
 rm -rf "$bundle"
-mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/fallback" "$bundle/ours" "$bundle/expected"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/sys" "$bundle/ours" "$bundle/expected"
 echo "$vendor" >"$bundle/vendor"
 cargo build --release --quiet
 objcopy --strip-debug target/release/libomprpc.so "$bundle/ours/$plugin_file"
@@ -328,11 +352,28 @@ cp "$out/unchanged_printf.host.out" "$bundle/unchanged/unchanged_printf.lines"
 llvm=/usr/lib/llvm-16/lib
 cp -L "$llvm/../bin/llvm-omp-device-info" "$bundle/bin/" # its run path is $ORIGIN/../lib, as ours
 for f in libomp.so.5 libomptarget.so.16 "$plugin_file"; do cp -L "$llvm/$f" "$bundle/lib/"; done
-cp -L "$llvm/libLLVM-16.so.1" /usr/lib/x86_64-linux-gnu/libz3.so.4 "$bundle/lib/"
-for f in libffi.so.8 libedit.so.2 libxml2.so.2 libicuuc.so.72 libicudata.so.72 libtinfo.so.6 libbsd.so.0 libmd.so.0; do
-  cp -L "/lib/x86_64-linux-gnu/$f" "$bundle/fallback/"
+cp -L "$llvm/libLLVM-16.so.1" "$bundle/lib/"
+# The dynamic loader and every library of this system that the bundle's programs and libraries load
+# (glibc, libstdc++, libLLVM's own dependencies), and the ones a GPU driver library loads by name,
+# which the runner starts every program with.
+cp -L /lib64/ld-linux-x86-64.so.2 "$bundle/sys/"
+for f in "$bundle"/bin/* "$bundle"/lib/*.so* "$bundle"/ours/*.so; do
+  LD_LIBRARY_PATH="$bundle/lib" ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
+done | sort -u | while read -r lib; do
+  case "$lib" in */"$bundle"/*) continue ;; esac
+  cp -L "$lib" "$bundle/sys/"
 done
-strip --strip-unneeded "$bundle"/lib/*.so* "$bundle"/fallback/*.so* "$bundle"/bin/* 2>/dev/null || true
+for f in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libgcc_s.so.1; do
+  cp -L "/lib/x86_64-linux-gnu/$f" "$bundle/sys/"
+done
+strip --strip-unneeded "$bundle"/lib/*.so* "$bundle"/bin/* 2>/dev/null || true
+# The NVIDIA programs hold an image for each target.
+if [ "$vendor" = nvidia ]; then
+  for t in $targets; do
+    llvm-objdump-16 --offloading "$bundle/bin/device_client" | grep -q "arch *$t\$" ||
+      { echo "bin/device_client has no $t image" >&2; exit 1; }
+  done
+fi
 cp "$0" "$bundle/run.sh"
 # OMPRPC_BUNDLE_XZ: the xz level; the tests use a fast one, and then the 64 MiB check is skipped.
 level=${OMPRPC_BUNDLE_XZ:--9e}

@@ -10,7 +10,10 @@
 #     $OMPRPC_TOOLCHAINS/libcuda, so that tests load the real driver on a machine without a GPU;
 #   * the HSA runtime from Debian's libhsa-runtime64-1 (ROCm 5.2.3) with the libraries it loads
 #     (libhsakmt1, libdrm-amdgpu1, libdrm2, libnuma1, libelf1), unpacked (not installed) into
-#     $OMPRPC_TOOLCHAINS/libhsa, so that tests load the real runtime on a machine without an AMD GPU.
+#     $OMPRPC_TOOLCHAINS/libhsa, so that tests load the real runtime on a machine without an AMD GPU;
+#   * Ubuntu 22.04's C library (glibc 2.35, older than Debian 12's 2.36; its release package, checked
+#     against a pinned SHA-256) with Debian's static busybox, unpacked into $OMPRPC_TOOLCHAINS/old-glibc:
+#     a root in which the GPU check's test starts its bundle as on a machine with an older glibc.
 # Run as root or with sudo (for apt-get install). Downloads about 90 MB once.
 set -eu
 cd "$(dirname "$0")/.."
@@ -18,7 +21,7 @@ cache=${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 missing=""
-for p in rocm-device-libs lld-16; do
+for p in rocm-device-libs lld-16 busybox-static; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
@@ -99,4 +102,24 @@ if [ ! -f "$libhsa/libhsa-runtime64.so.1" ] || [ ! -f "$libhsa/load-order" ]; th
   rm -rf "$cache/libhsa-deb" "$libhsa"
   mv "$libhsa.tmp" "$libhsa"
   echo "omprpc setup: HSA runtime (no AMD GPU needed to load it) in $libhsa"
+fi
+
+oldroot="$cache/old-glibc"
+if [ ! -x "$oldroot/bin/sh" ] || [ ! -f "$oldroot/lib/x86_64-linux-gnu/libc.so.6" ]; then
+  echo "omprpc setup: fetching Ubuntu 22.04's C library (glibc 2.35) for a root with an older glibc"
+  mkdir -p "$cache/debs"
+  deb="$cache/debs/libc6_2.35-0ubuntu3_amd64.deb"
+  /usr/lib/apt/apt-helper -o APT::Sandbox::User=root download-file \
+    http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/libc6_2.35-0ubuntu3_amd64.deb "$deb" \
+    SHA256:ea9a27e0ebdd0cfc9c750d94f8074f3a35d1f97dcc77ae04c370fb498a6b6db2 >/dev/null
+  rm -rf "$oldroot.tmp"
+  dpkg-deb -x "$deb" "$oldroot.tmp"
+  mkdir -p "$oldroot.tmp/bin" "$oldroot.tmp/tmp"
+  cp /bin/busybox "$oldroot.tmp/bin/busybox"
+  for applet in $(/bin/busybox --list); do
+    [ -e "$oldroot.tmp/bin/$applet" ] || ln -s busybox "$oldroot.tmp/bin/$applet"
+  done
+  rm -rf "$oldroot"
+  mv "$oldroot.tmp" "$oldroot"
+  echo "omprpc setup: a root with glibc 2.35 and busybox in $oldroot"
 fi

@@ -1,6 +1,7 @@
 //! The GPU check script (`scripts/gpu-check.sh`) builds its bundles (NVIDIA and AMD) here and, run on this machine
 //! without a GPU, says that it found none instead of failing or pretending; on a machine that shows a
-//! GPU (here: a fake `nvidia-smi` on `PATH`, and no driver) finding none is a failure.
+//! GPU (here: a fake `nvidia-smi` on `PATH`, and no driver) finding none is a failure. The NVIDIA bundle
+//! also starts in a root with Ubuntu 22.04's older glibc.
 
 mod support;
 
@@ -75,6 +76,76 @@ fn the_gpu_check_builds_its_bundle_and_says_when_there_is_no_gpu() {
     assert!(stdout.contains("reporting 0 devices"), "with omprpc's reason: {stdout}");
     assert!(stdout.contains("summary: 0 passed, 1 failed"), "{stdout}");
     assert!(!stdout.contains("skipped"), "{stdout}");
+
+    starts_on_an_older_glibc(&bundle);
+}
+
+/// The bundle starts where the system's C library is older than Debian 12's: in a root that holds only
+/// Ubuntu 22.04's glibc (2.35) and a static busybox, where any program started without the bundle's
+/// own loader fails (its libraries need GLIBC_2.36), the runner finds no GPU and says so, as here.
+/// With the bundle's own C library taken out, it says that the bundle cannot run here, in the
+/// loader's words, never that omprpc reports 0 devices.
+fn starts_on_an_older_glibc(bundle: &std::path::Path) {
+    let old = support::cuda_root().with_file_name("old-glibc");
+    assert!(
+        old.join("bin/sh").exists() && old.join("lib/x86_64-linux-gnu/libc.so.6").exists(),
+        "missing the root with Ubuntu 22.04's glibc {}. Install it with: {}",
+        old.display(),
+        support::GPU_SETUP
+    );
+    let root = support::scratch().join("old-glibc-root");
+    let _ = std::fs::remove_dir_all(&root);
+    let copied = Command::new("cp").arg("-a").arg(&old).arg(&root).status().unwrap();
+    assert!(copied.success());
+    // The bundle by hard links (the same file system), and a /dev/null for the runner's shell.
+    let linked = Command::new("cp")
+        .arg("-al")
+        .arg(bundle)
+        .arg(root.join("bundle"))
+        .status()
+        .unwrap();
+    assert!(linked.success());
+    std::fs::create_dir_all(root.join("dev")).unwrap();
+    let made = Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(root.join("dev/null"))
+        .args(["c", "1", "3"])
+        .status()
+        .unwrap();
+    assert!(made.success(), "mknod needs root, as chroot does");
+    let run = || {
+        let out = Command::new("/usr/sbin/chroot")
+            .arg(&root)
+            .args(["/bin/sh", "/bundle/run.sh"])
+            .env_clear()
+            .env("PATH", "/bin")
+            .output()
+            .expect("chroot");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let glibc = Command::new("/usr/sbin/chroot")
+        .arg(&root)
+        .args(["/lib64/ld-linux-x86-64.so.2", "--version"])
+        .output()
+        .expect("chroot");
+    assert!(
+        String::from_utf8_lossy(&glibc.stdout).contains("release version 2.35"),
+        "the root's C library is glibc 2.35: {}",
+        String::from_utf8_lossy(&glibc.stdout)
+    );
+    let (status, stdout) = run();
+    assert_eq!(status, Some(0), "{stdout}");
+    assert!(stdout.contains("no NVIDIA GPU found"), "{stdout}");
+    assert!(stdout.contains("reporting 0 devices"), "omprpc itself ran and said why: {stdout}");
+    assert!(stdout.contains("skipped: no GPU"), "{stdout}");
+
+    std::fs::remove_file(root.join("bundle/sys/libc.so.6")).unwrap();
+    let (status, stdout) = run();
+    assert_eq!(status, Some(2), "{stdout}");
+    assert!(stdout.contains("this bundle cannot run here: "), "{stdout}");
+    assert!(stdout.contains("version `GLIBC_2.36' not found"), "the loader's words: {stdout}");
+    assert!(!stdout.contains("0 devices"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// The AMD bundle: gfx90a and gfx940 programs, ours as the AMDGPU plugin beside the stock one. Without
