@@ -136,14 +136,20 @@ fn starts_on_an_older_glibc(bundle: &std::path::Path) {
     let (status, stdout) = run();
     assert_eq!(status, Some(0), "{stdout}");
     assert!(stdout.contains("no NVIDIA GPU found"), "{stdout}");
-    assert!(stdout.contains("reporting 0 devices"), "omprpc itself ran and said why: {stdout}");
+    assert!(
+        stdout.contains("reporting 0 devices"),
+        "omprpc itself ran and said why: {stdout}"
+    );
     assert!(stdout.contains("skipped: no GPU"), "{stdout}");
 
     std::fs::remove_file(root.join("bundle/sys/libc.so.6")).unwrap();
     let (status, stdout) = run();
     assert_eq!(status, Some(2), "{stdout}");
     assert!(stdout.contains("this bundle cannot run here: "), "{stdout}");
-    assert!(stdout.contains("version `GLIBC_2.36' not found"), "the loader's words: {stdout}");
+    assert!(
+        stdout.contains("version `GLIBC_2.36' not found"),
+        "the loader's words: {stdout}"
+    );
     assert!(!stdout.contains("0 devices"), "{stdout}");
     let _ = std::fs::remove_dir_all(&root);
 }
