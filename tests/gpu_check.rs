@@ -113,25 +113,22 @@ fn starts_on_an_older_glibc(bundle: &std::path::Path) {
         .status()
         .unwrap();
     assert!(made.success(), "mknod needs root, as chroot does");
-    let run = || {
+    // A command in the root, with only its own /bin on the path: its status and stdout.
+    let in_root = |command: &[&str]| {
         let out = Command::new("/usr/sbin/chroot")
             .arg(&root)
-            .args(["/bin/sh", "/bundle/run.sh"])
+            .args(command)
             .env_clear()
             .env("PATH", "/bin")
             .output()
             .expect("chroot");
         (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
     };
-    let glibc = Command::new("/usr/sbin/chroot")
-        .arg(&root)
-        .args(["/lib64/ld-linux-x86-64.so.2", "--version"])
-        .output()
-        .expect("chroot");
+    let run = || in_root(&["/bin/sh", "/bundle/run.sh"]);
+    let (_, glibc) = in_root(&["/lib64/ld-linux-x86-64.so.2", "--version"]);
     assert!(
-        String::from_utf8_lossy(&glibc.stdout).contains("release version 2.35"),
-        "the root's C library is glibc 2.35: {}",
-        String::from_utf8_lossy(&glibc.stdout)
+        glibc.contains("release version 2.35"),
+        "the root's C library is glibc 2.35: {glibc}"
     );
     let (status, stdout) = run();
     assert_eq!(status, Some(0), "{stdout}");

@@ -55,22 +55,27 @@ impl<B: Backend> QueueSlot<B> {
         self.last_kernel.store(entry, Ordering::Relaxed);
     }
 
-    /// What waiting for this queue's work came to, a failure with the name of the last kernel
-    /// launched on it (when one was and is still loaded on `device`); the queue's work is over, so
-    /// the kernel is forgotten.
-    pub fn outcome(&self, device: &Device<B>, waited: Result<()>) -> Result<()> {
-        let entry = self.last_kernel.load(Ordering::Relaxed);
-        if entry == 0 {
-            return waited;
+    /// `error`, from waiting for this queue's work, with the name of the last kernel launched on it
+    /// (when one was and is still loaded on `device`), which is then forgotten.
+    pub fn name_last_kernel(&self, device: &Device<B>, error: Error) -> Error {
+        match self.last_kernel.swap(0, Ordering::Relaxed) {
+            0 => error,
+            entry => match device.kernel(entry) {
+                Ok(kernel) => error.context(format!(
+                    "the queue's work (its last kernel {})",
+                    kernel.name.to_string_lossy()
+                )),
+                Err(_) => error,
+            },
         }
-        self.last_kernel.store(0, Ordering::Relaxed);
-        waited.map_err(|error| match device.kernel(entry) {
-            Ok(kernel) => error.context(format!(
-                "the queue's work (its last kernel {})",
-                kernel.name.to_string_lossy()
-            )),
-            Err(_) => error,
-        })
+    }
+
+    /// The queue's work is over: its last kernel is forgotten (a plain load first, so that finishing
+    /// a queue that launched nothing writes nothing).
+    pub fn forget_last_kernel(&self) {
+        if self.last_kernel.load(Ordering::Relaxed) != 0 {
+            self.last_kernel.store(0, Ordering::Relaxed);
+        }
     }
 
     /// A kernel that may call the host was launched on this queue of `device`: counts it here and in

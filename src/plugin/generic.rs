@@ -169,25 +169,25 @@ impl<B: Backend> Core<B> {
         let waited = if wait {
             self.serve_while_waiting(device, &slot)
                 .and_then(|()| self.backend.synchronize(device.index, &slot.queue))
+                .map_err(|e| self.queue_failed(device, &slot, e))
         } else {
             Ok(())
         };
-        if let Err(e) = &waited {
-            self.after_failed_wait(device, e);
-        }
-        let waited = slot.outcome(device, waited);
+        slot.forget_last_kernel();
         slot.end_rpc_kernels(device);
         device.queues.release(slot)?;
         waited
     }
 
-    /// Waiting for `device`'s work failed with `error`: where the backend says the device is lost,
-    /// the host calls its code was in the middle of are ended and its servers retired, before the
-    /// queue's kernels are counted out (which would wait for those calls).
-    fn after_failed_wait(&self, device: &Device<B>, error: &Error) {
-        if device.uses_rpc() && self.backend.device_lost(device.index, error) {
-            rpc_link::retire_servers_of_lost_device(device, error);
+    /// Waiting for `slot`'s work failed with `error`: where the backend says the device is lost, the
+    /// host calls its code was in the middle of are ended and its servers retired, before the queue's
+    /// kernels are counted out (which would wait for those calls); the error names the queue's last
+    /// kernel.
+    fn queue_failed(&self, device: &Device<B>, slot: &QueueSlot<B>, error: Error) -> Error {
+        if device.uses_rpc() && self.backend.device_lost(device.index, &error) {
+            rpc_link::retire_servers_of_lost_device(device, &error);
         }
+        slot.name_last_kernel(device, error)
     }
 
     /// A thread waiting for a queue serves the device's host calls meanwhile, so that a kernel waiting
@@ -786,8 +786,7 @@ impl<B: Backend> PluginApi for Core<B> {
             // The driver reports the queue's work failed: as the stock plugin does, the queue goes
             // back and the async info forgets it, so that libomptarget does not query it for ever.
             Err(e) => {
-                self.after_failed_wait(device, &e);
-                let e = slot.outcome(device, Err(e)).unwrap_err();
+                let e = self.queue_failed(device, &slot, e);
                 if let Err(release) = self.finish_queue(device, slot, false) {
                     log::device_info(device.index, format_args!("releasing a failed queue: {release}"));
                 }

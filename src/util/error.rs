@@ -119,6 +119,15 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Error {
+    /// The driver's status behind this error, through any context it was given.
+    pub fn driver_code(&self) -> Option<i64> {
+        match self {
+            Error::Driver { code, .. } => Some(*code),
+            Error::Context { source, .. } => source.driver_code(),
+            _ => None,
+        }
+    }
+
     /// This error, said to have happened while doing `what`.
     pub fn context(self, what: impl Into<String>) -> Error {
         Error::Context {

@@ -918,6 +918,17 @@ impl<G: SimulatedGpu> Drop for RocrHarness<G> {
 
 #[cfg(test)]
 mod tests {
+    /// A `#[test]` that runs `$body` in a process of its own (`suite::in_own_process`), named once.
+    macro_rules! own_process_test {
+        ($(#[$meta:meta])* $name:ident => $body:path) => {
+            $(#[$meta])*
+            #[test]
+            fn $name() {
+                in_own_process(concat!(module_path!(), "::", stringify!($name)), $body);
+            }
+        };
+    }
+
     use std::ffi::c_void;
 
     use super::{packets_since, record, rocr, RocrHarness};
@@ -928,17 +939,13 @@ mod tests {
     use crate::backend::AllocKind;
     use crate::plugin::LaunchRequest;
 
-    /// A launch behind earlier work on its stream is a barrier-AND packet and a dispatch, pushed as
-    /// one, as the stock plugin pushes them under one lock: another stream's packet between them
-    /// would wait behind a barrier that is not its own. Eight streams on one HSA queue launch while
-    /// the GPU is held, then the ring's order is read from the fake driver's packet log.
-    #[test]
-    fn a_barrier_and_its_dispatch_are_pushed_as_one() {
-        in_own_process(
-            concat!(module_path!(), "::a_barrier_and_its_dispatch_are_pushed_as_one"),
-            barrier_and_dispatch_pushed_as_one,
-        );
-    }
+    own_process_test!(
+        /// A launch behind earlier work on its stream is a barrier-AND packet and a dispatch, pushed as
+        /// one, as the stock plugin pushes them under one lock: another stream's packet between them
+        /// would wait behind a barrier that is not its own. Eight streams on one HSA queue launch while
+        /// the GPU is held, then the ring's order is read from the fake driver's packet log.
+        a_barrier_and_its_dispatch_are_pushed_as_one => barrier_and_dispatch_pushed_as_one
+    );
 
     fn barrier_and_dispatch_pushed_as_one() {
         let h = RocrHarness::<Mi250>::start(1, &[("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "1")]);
@@ -1002,19 +1009,12 @@ mod tests {
         assert!(core.deinit().unwrap());
     }
 
-    /// A GPU memory fault as the kernel driver reports it (ROCr's memory event) reaches the plugin
-    /// through the runtime's system event handler: the waiting operation fails naming the address,
-    /// later work is refused with the same error, and teardown still releases everything.
-    #[test]
-    fn a_memory_fault_reported_by_the_driver_fails_the_device_cleanly() {
-        in_own_process(
-            concat!(
-                module_path!(),
-                "::a_memory_fault_reported_by_the_driver_fails_the_device_cleanly"
-            ),
-            memory_fault_fails_the_device,
-        );
-    }
+    own_process_test!(
+        /// A GPU memory fault as the kernel driver reports it (ROCr's memory event) reaches the plugin
+        /// through the runtime's system event handler: the waiting operation fails naming the address,
+        /// later work is refused with the same error, and teardown still releases everything.
+        a_memory_fault_reported_by_the_driver_fails_the_device_cleanly => memory_fault_fails_the_device
+    );
 
     fn memory_fault_fails_the_device() {
         let h = RocrHarness::<Mi250>::start(1, &[]);
@@ -1060,20 +1060,13 @@ mod tests {
         assert_eq!(h.live(), Live::NONE);
     }
 
-    /// The kernel driver refusing what the runtime asks of it (device memory, a mapping, pinning host
-    /// memory, a queue) reaches the plugin as the runtime's own error, through ROCr's real handling:
-    /// the operation fails cleanly or, for memory, is retried once the core's cache is given back,
-    /// and the same operation then succeeds.
-    #[test]
-    fn the_kernel_driver_refusing_once_is_reported_and_survived() {
-        in_own_process(
-            concat!(
-                module_path!(),
-                "::the_kernel_driver_refusing_once_is_reported_and_survived"
-            ),
-            driver_refusals_are_survived,
-        );
-    }
+    own_process_test!(
+        /// The kernel driver refusing what the runtime asks of it (device memory, a mapping, pinning host
+        /// memory, a queue) reaches the plugin as the runtime's own error, through ROCr's real handling:
+        /// the operation fails cleanly or, for memory, is retried once the core's cache is given back,
+        /// and the same operation then succeeds.
+        the_kernel_driver_refusing_once_is_reported_and_survived => driver_refusals_are_survived
+    );
 
     fn driver_refusals_are_survived() {
         let h = RocrHarness::<Mi250>::start(1, &[]);
@@ -1212,15 +1205,11 @@ mod tests {
         lines
     }
 
-    /// The simulated runtime and the real one give the same account of what the backend asks (see
-    /// [`account`]), for a wave64 and a wave32 GPU: where they differ, the simulator is wrong.
-    #[test]
-    fn the_simulated_runtime_answers_as_the_real_one() {
-        in_own_process(
-            concat!(module_path!(), "::the_simulated_runtime_answers_as_the_real_one"),
-            simulated_and_real_agree,
-        );
-    }
+    own_process_test!(
+        /// The simulated runtime and the real one give the same account of what the backend asks (see
+        /// [`account`]), for a wave64 and a wave32 GPU: where they differ, the simulator is wrong.
+        the_simulated_runtime_answers_as_the_real_one => simulated_and_real_agree
+    );
 
     fn simulated_and_real_agree() {
         use crate::backend::amdgpu::harness::{MI250, RX6900};

@@ -75,15 +75,8 @@ struct CudaDevice {
 /// libomptarget tears the plugin down): the driver frees it all itself, and the stock plugin says
 /// nothing, so neither does this one. Any other failure is kept.
 fn released(result: Result<()>) -> Result<()> {
-    fn shutting_down(error: &Error) -> bool {
-        match error {
-            Error::Driver { code, .. } => *code == i64::from(sys::CUDA_ERROR_DEINITIALIZED),
-            Error::Context { source, .. } => shutting_down(source),
-            _ => false,
-        }
-    }
     match result {
-        Err(e) if shutting_down(&e) => Ok(()),
+        Err(e) if e.driver_code() == Some(i64::from(sys::CUDA_ERROR_DEINITIALIZED)) => Ok(()),
         other => other,
     }
 }
@@ -572,14 +565,9 @@ impl Backend for CudaBackend {
     }
 
     fn device_lost(&self, _device: usize, error: &Error) -> bool {
-        fn code(error: &Error) -> Option<i64> {
-            match error {
-                Error::Driver { code, .. } => Some(*code),
-                Error::Context { source, .. } => code(source),
-                _ => None,
-            }
-        }
-        code(error).is_some_and(|code| sys::STICKY_ERRORS.contains(&(code as sys::CuResult)))
+        error
+            .driver_code()
+            .is_some_and(|code| sys::STICKY_ERRORS.contains(&(code as sys::CuResult)))
     }
 
     fn host_services_unavailable(&self, _device: usize) -> Option<String> {

@@ -255,10 +255,19 @@ impl Api {
     /// # Safety
     /// `function` belongs to a loaded module of this driver.
     pub unsafe fn max_threads(&self, function: CuHandle) -> Result<u32> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.function_attribute(function, sys::FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) }
+    }
+
+    /// `function`'s attribute `which`, a count (negative values read as 0).
+    ///
+    /// # Safety
+    /// `function` belongs to a loaded module of this driver.
+    unsafe fn function_attribute(&self, function: CuHandle, which: c_int) -> Result<u32> {
         let mut value = 0;
         // SAFETY: `value` is writable, `function` belongs to a loaded module.
         self.check("cuFuncGetAttribute", unsafe {
-            (self.f().cuFuncGetAttribute)(&mut value, sys::FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function)
+            (self.f().cuFuncGetAttribute)(&mut value, which, function)
         })?;
         Ok(value.max(0) as u32)
     }
@@ -268,12 +277,8 @@ impl Api {
     /// # Safety
     /// `function` belongs to a loaded module of this driver.
     pub unsafe fn static_shared_bytes(&self, function: CuHandle) -> Result<u32> {
-        let mut value = 0;
-        // SAFETY: `value` is writable, `function` belongs to a loaded module.
-        self.check("cuFuncGetAttribute", unsafe {
-            (self.f().cuFuncGetAttribute)(&mut value, sys::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function)
-        })?;
-        Ok(value.max(0) as u32)
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.function_attribute(function, sys::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) }
     }
 
     /// Lets `function` be launched with up to `bytes` of dynamic shared memory.

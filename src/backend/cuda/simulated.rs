@@ -1043,18 +1043,23 @@ unsafe extern "C" fn cu_stream_create(stream: *mut CuHandle, _flags: c_uint) -> 
     })
 }
 
+/// Destroys the object `handle` of the current context, which `remove` takes out of its table
+/// (answering whether it was there).
+fn destroy_owned(w: &mut World, handle: usize, remove: impl FnOnce(&mut World) -> bool) -> CuResult {
+    if let Err(code) = owned(w, handle) {
+        return code;
+    }
+    if !remove(w) {
+        return sys::CUDA_ERROR_INVALID_VALUE;
+    }
+    w.owners.remove(&handle);
+    sys::CUDA_SUCCESS
+}
+
 unsafe extern "C" fn cu_stream_destroy(stream: CuHandle) -> CuResult {
+    let stream = stream as usize;
     call("cuStreamDestroy_v2", |w| {
-        if let Err(code) = owned(w, stream as usize) {
-            return code;
-        }
-        match w.streams.remove(&(stream as usize)) {
-            Some(_) => {
-                w.owners.remove(&(stream as usize));
-                sys::CUDA_SUCCESS
-            }
-            None => sys::CUDA_ERROR_INVALID_VALUE,
-        }
+        destroy_owned(w, stream, |w| w.streams.remove(&stream).is_some())
     })
 }
 
@@ -1130,17 +1135,9 @@ unsafe extern "C" fn cu_event_create(event: *mut CuHandle, _flags: c_uint) -> Cu
 }
 
 unsafe extern "C" fn cu_event_destroy(event: CuHandle) -> CuResult {
+    let event = event as usize;
     call("cuEventDestroy_v2", |w| {
-        if let Err(code) = owned(w, event as usize) {
-            return code;
-        }
-        match w.events.remove(&(event as usize)) {
-            Some(_) => {
-                w.owners.remove(&(event as usize));
-                sys::CUDA_SUCCESS
-            }
-            None => sys::CUDA_ERROR_INVALID_VALUE,
-        }
+        destroy_owned(w, event, |w| w.events.remove(&event).is_some())
     })
 }
 

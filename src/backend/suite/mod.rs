@@ -1003,12 +1003,7 @@ pub(crate) fn a_failed_query_releases_the_queue<H: Harness>() {
         let refused = refused.unwrap_err().to_string();
         assert!(refused.contains(&expected), "{refused}");
         h.clear_kernels();
-        // Teardown may report the fault once more; it releases everything all the same.
-        match core.deinit() {
-            Ok(done) => assert!(done),
-            Err(e) => assert!(e.to_string().contains(&expected), "{e}"),
-        }
-        assert_eq!(h.live(), Live::NONE);
+        teardown_after_fault(&h, &expected, "everything released");
         return;
     }
     // SAFETY: the simulated kernel takes no arguments.
@@ -1029,6 +1024,25 @@ pub(crate) fn a_failed_query_releases_the_queue<H: Harness>() {
     assert!(core.deinit().unwrap());
 }
 
+/// Launches the argument-less simulated kernel at `entry` of device 0 (no queue: waited for at once)
+/// and returns the error it must end with.
+fn launch_expecting_failure(core: &dyn PluginApi, entry: usize) -> String {
+    // SAFETY: the simulated kernels of the suite's faults take no arguments.
+    unsafe { core.launch(0, entry, &[], &LaunchRequest::default(), None) }
+        .unwrap_err()
+        .to_string()
+}
+
+/// Tears down a core whose device faulted: teardown may report the fault (`expected`) once more,
+/// and it releases everything all the same.
+fn teardown_after_fault<H: Harness>(h: &H, expected: &str, what: &str) {
+    match h.core().deinit() {
+        Ok(done) => assert!(done),
+        Err(e) => assert!(e.to_string().contains(expected), "{e}"),
+    }
+    assert_eq!(h.live(), Live::NONE, "{what}");
+}
+
 /// A kernel that faults on the device fails the region that waited for it with an error that names
 /// the kernel and the driver's own error; the device is failed for good (the driver's error is sticky
 /// on CUDA, the queue's on HSA), so later work is refused with the same error instead of hanging, and
@@ -1040,35 +1054,16 @@ pub(crate) fn a_kernel_that_faults_fails_its_device_for_good_and_is_named<H: Har
     let program = h.program();
     let loaded = core.load_image(0, 0x1000, &program.image, &program.entries).unwrap();
     let expected = h.fail_kernel(&program.spmd_name);
-    let spmd = loaded.addresses[program.spmd];
-    // SAFETY: the simulated kernel takes no arguments.
-    let err = unsafe { core.launch(0, spmd, &[], &LaunchRequest::default(), None) }
-        .unwrap_err()
-        .to_string();
+    let err = launch_expecting_failure(core, loaded.addresses[program.spmd]);
     assert!(err.contains(&expected), "the driver's error: {err}");
     assert!(
         err.contains(&format!("its last kernel {}", program.spmd_name)),
         "the kernel named: {err}"
     );
-    // SAFETY: as above.
-    let refused = unsafe {
-        core.launch(
-            0,
-            loaded.addresses[program.generic],
-            &[],
-            &LaunchRequest::default(),
-            None,
-        )
-    }
-    .unwrap_err()
-    .to_string();
+    let refused = launch_expecting_failure(core, loaded.addresses[program.generic]);
     assert!(refused.contains(&expected), "{refused}");
     h.clear_kernels();
-    match core.deinit() {
-        Ok(done) => assert!(done),
-        Err(e) => assert!(e.to_string().contains(&expected), "{e}"),
-    }
-    assert_eq!(h.live(), Live::NONE);
+    teardown_after_fault(&h, &expected, "everything released");
 }
 
 /// Receives a byte string from lane 0 and replies: a call whose string spans packets, in the middle
@@ -1131,18 +1126,7 @@ pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waitin
         }),
     );
     let started = std::time::Instant::now();
-    // SAFETY: the simulated kernel takes no arguments.
-    let err = unsafe {
-        core.launch(
-            0,
-            loaded.addresses[program.generic],
-            &[],
-            &LaunchRequest::default(),
-            None,
-        )
-    }
-    .unwrap_err()
-    .to_string();
+    let err = launch_expecting_failure(core, loaded.addresses[program.generic]);
     assert!(
         err.contains(&expected) && err.contains(&program.generic_name),
         "the fault and the kernel: {err}"
@@ -1167,11 +1151,7 @@ pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waitin
     );
     h.clear_kernels();
     drop(server);
-    match core.deinit() {
-        Ok(done) => assert!(done),
-        Err(e) => assert!(e.to_string().contains(&expected), "{e}"),
-    }
-    assert_eq!(h.live(), Live::NONE, "the mailbox and client object are released too");
+    teardown_after_fault(&h, &expected, "the mailbox and client object are released too");
 }
 
 /// The host entry of the device header's RPC client pointer, which every suite program defines.
