@@ -190,8 +190,11 @@ impl<B: Backend> Core<B> {
         slot.name_last_kernel(device, error)
     }
 
-    /// A thread waiting for a queue serves the device's host calls meanwhile, so that a kernel waiting
-    /// for one never depends on the serving thread alone.
+    /// A thread waiting for a queue serves other devices' host calls meanwhile, never its own
+    /// device's: it is the one that would see the device fail, so a call of that device it was in the
+    /// middle of (waiting for a packet the faulted device never sends) would wait for ever. The
+    /// serving threads serve the device's calls, and this thread answers them for the device when
+    /// the queue fails ([`Core::queue_failed`]).
     fn serve_while_waiting(&self, device: &Device<B>, slot: &QueueSlot<B>) -> Result<()> {
         if !device.uses_rpc() || slot.rpc_kernels.load(Ordering::Acquire) == 0 {
             return Ok(());
@@ -202,7 +205,7 @@ impl<B: Backend> Core<B> {
             // the kernel.
             let mut nap = std::time::Duration::from_micros(1);
             while !self.backend.is_idle(device.index, &slot.queue)? {
-                if crate::rpc::service::serve_all_once() {
+                if crate::rpc::service::serve_others_once(|server| rpc_link::may_serve(device, server)) {
                     nap = std::time::Duration::from_micros(1);
                 } else {
                     std::thread::sleep(nap);

@@ -110,6 +110,32 @@ pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Resu
     Ok(())
 }
 
+/// The servers of the images loaded on `device` now.
+#[cfg(feature = "rpc")]
+pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<std::sync::Arc<crate::rpc::server::RpcServer>> {
+    crate::util::sync::lock(&device.images)
+        .iter()
+        .filter_map(|image| image.services.server.clone())
+        .collect()
+}
+
+/// Whether `server` may be the server of an image loaded on `device`: yes when it is, and when the
+/// images cannot be looked at now (a load or unload holds them), so that a caller that must leave the
+/// device's servers alone never waits for that lock or guesses wrong.
+#[cfg(feature = "rpc")]
+pub fn may_serve<B: Backend>(device: &Device<B>, server: &std::sync::Arc<crate::rpc::server::RpcServer>) -> bool {
+    let Ok(images) = device.images.try_lock() else {
+        return true;
+    };
+    images.iter().any(|image| {
+        image
+            .services
+            .server
+            .as_ref()
+            .is_some_and(|own| std::sync::Arc::ptr_eq(own, server))
+    })
+}
+
 /// How long the host calls a lost device was making are given to end once answered for it.
 #[cfg(feature = "rpc")]
 const LOST_CALLS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -119,11 +145,8 @@ const LOST_CALLS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// once. The servers themselves go with their images.
 #[cfg(feature = "rpc")]
 pub fn retire_servers_of_lost_device<B: Backend>(device: &Device<B>, error: &crate::util::error::Error) {
-    let servers: Vec<_> = crate::util::sync::lock(&device.images)
-        .iter()
-        .filter_map(|image| image.services.server.clone())
-        .filter(|server| !server.device_lost())
-        .collect();
+    let mut servers = servers_of(device);
+    servers.retain(|server| !server.device_lost());
     if servers.is_empty() {
         return;
     }

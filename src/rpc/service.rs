@@ -12,11 +12,12 @@
 //! uses host services never has them.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::calls::{self, CallSlot};
 
+use super::server::RpcServer;
 use super::{registry, rehearsal};
 use crate::util::error::{Error, Result};
 use crate::util::sync::{lock, wait, PerProcess};
@@ -334,9 +335,14 @@ pub fn serve_what_is_waiting(limit: Duration) {
 
 /// Serves every device once; whether any request was waiting.
 pub fn serve_all_once() -> bool {
+    serve_others_once(|_| false)
+}
+
+/// Serves every server but those `skip` names once; whether any request was waiting.
+pub fn serve_others_once(skip: impl Fn(&Arc<RpcServer>) -> bool) -> bool {
     let servers = registry::servers();
     let mut served = false;
-    for server in servers.iter() {
+    for server in servers.iter().filter(|s| !skip(s)) {
         served |= server.serve_all_ports();
     }
     served

@@ -1090,12 +1090,12 @@ impl crate::rpc::registry::UserHandler for KeepString {
 #[cfg(feature = "rpc")]
 pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waiting<H: Harness>() {
     use crate::rpc::simulated::SimulatedDevice;
-    const OP_KEEP_STRING: u16 = 0xC0DB;
     /// The string the device starts to send: its first packet carries the size and 56 bytes.
     const LEN: usize = 200;
     let h = H::start(1, &[("OMPRPC_RPC_PORTS", "8")]);
     let got = Arc::new(Mutex::new(None));
-    crate::rpc::registry::register_handler(OP_KEEP_STRING, Box::new(KeepString { got: Arc::clone(&got) })).unwrap();
+    let op_keep_string = opcode_of_its_own();
+    crate::rpc::registry::register_handler(op_keep_string, Box::new(KeepString { got: Arc::clone(&got) })).unwrap();
     let core = h.core();
     core.init_device(0).unwrap();
     let program = h.program();
@@ -1115,7 +1115,7 @@ pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waitin
         0,
         Arc::new(move |_| {
             let device = SimulatedDevice::new(Arc::clone(&kernel_server));
-            let mut port = device.open(OP_KEEP_STRING, 1, 3);
+            let mut port = device.open(op_keep_string, 1, 3);
             // The first packet of a string of LEN bytes, as libc's client sends it...
             port.send(|_, packet| {
                 packet[0] = LEN as u64;
@@ -1152,6 +1152,92 @@ pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waitin
     h.clear_kernels();
     drop(server);
     teardown_after_fault(&h, &expected, "the mailbox and client object are released too");
+}
+
+/// Notes which thread served each call, and replies with the packet unchanged.
+#[cfg(feature = "rpc")]
+struct NoteThread {
+    served_on: Arc<Mutex<Vec<std::thread::ThreadId>>>,
+}
+
+#[cfg(feature = "rpc")]
+impl crate::rpc::registry::UserHandler for NoteThread {
+    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        let mut packets = port.lane_packets();
+        port.recv(&mut packets).unwrap();
+        self.served_on.lock().unwrap().push(std::thread::current().id());
+        port.send(&packets).unwrap();
+    }
+}
+
+/// A user opcode of its own for each test that registers a handler with state: the suite runs on
+/// several harnesses at once, and an opcode's handler is the process's.
+#[cfg(feature = "rpc")]
+fn opcode_of_its_own() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0xC100);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The thread that waits for a kernel never serves that kernel's host calls itself: it is the one
+/// that sees the device fail, so a call it was in the middle of when the device was lost (waiting
+/// for a packet that never comes) would never end. The serving threads serve them.
+#[cfg(feature = "rpc")]
+pub(crate) fn the_thread_waiting_for_a_kernel_leaves_its_host_calls_to_the_serving_threads<H: Harness>() {
+    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+    const CALLS: usize = 300;
+    let h = H::start(1, &[("OMPRPC_RPC_PORTS", "8")]);
+    let op_note_thread = opcode_of_its_own();
+    let served_on = Arc::new(Mutex::new(Vec::new()));
+    let handler = NoteThread {
+        served_on: Arc::clone(&served_on),
+    };
+    crate::rpc::registry::register_handler(op_note_thread, Box::new(handler)).unwrap();
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let mut entries = program.entries.clone();
+    entries.push(client_entry());
+    let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
+    let blocks = h.memory_blocks();
+    let server = crate::rpc::registry::servers()
+        .iter()
+        .find(|s| blocks.iter().any(|&(start, _)| start == s.mailbox_address()))
+        .cloned()
+        .expect("the image's server");
+    h.register_kernel(
+        &program.generic_name,
+        0,
+        Arc::new(move |_| {
+            let device = SimulatedDevice::new(Arc::clone(&server));
+            let warp = SimulatedWarp::new(&device, 0);
+            for call in 0..CALLS as u64 {
+                let replies = warp.call(op_note_thread, 1, &[[call, 0, 0, 0, 0, 0, 0, 0]]);
+                assert_eq!(replies[0][0], call, "the reply of call {call}");
+            }
+        }),
+    );
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe {
+        core.launch(
+            0,
+            loaded.addresses[program.generic],
+            &[],
+            &LaunchRequest::default(),
+            None,
+        )
+    }
+    .unwrap();
+    let served_on = served_on.lock().unwrap().clone();
+    assert_eq!(served_on.len(), CALLS, "every call served");
+    let me = std::thread::current().id();
+    let mine = served_on.iter().filter(|&&id| id == me).count();
+    assert_eq!(
+        mine, 0,
+        "calls served by the thread that waited for the kernel, of {CALLS}"
+    );
+    h.clear_kernels();
+    assert!(core.deinit().unwrap());
+    assert_eq!(h.live(), Live::NONE);
 }
 
 /// The host entry of the device header's RPC client pointer, which every suite program defines.
@@ -1324,6 +1410,7 @@ macro_rules! backend_suite {
             #[cfg(feature = "rpc")]
             $crate::backend_suite!(@tests $harness $(, $runner)?;
                 host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory,
+                the_thread_waiting_for_a_kernel_leaves_its_host_calls_to_the_serving_threads,
             );
         }
     };
