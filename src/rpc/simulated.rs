@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::mailbox::{Layout, HEADER_OPCODE_OFFSET, PACKET_BYTES};
 use super::server::RpcServer;
+use crate::backend::gpu::sim_memory;
 
 /// Bytes of payload in the first packet of a byte string (the rest of it holds the size).
 const FIRST_CHUNK: usize = PACKET_BYTES - 8;
@@ -90,33 +91,47 @@ impl SimulatedDevice {
         assert!(mask != 0, "a warp opens a port with at least one active lane");
         let ports = self.layout.ports;
         let mut index = start % ports;
-        let mut spins = 0u32;
-        loop {
-            let bit = 1u32 << (index % 32);
-            if self.locks[index / 32].fetch_or(bit, Ordering::Acquire) & bit == 0 {
-                let out = self.word(self.layout.client_word(index)).load(Ordering::Relaxed);
-                if self.inbox(index) == out {
-                    // SAFETY: the port is ours (lock bit held, words equal); its header lies inside
-                    // the mailbox and nobody else writes it now.
-                    unsafe {
-                        let header = self.base.add(self.layout.header(index));
-                        header.cast::<u64>().write_volatile(mask);
-                        header.add(HEADER_OPCODE_OFFSET).cast::<u16>().write_volatile(opcode);
-                    }
-                    return ClientPort {
-                        device: self,
-                        index,
-                        mask,
-                        out,
-                        receive: false,
-                        owns_buffer: true,
-                    };
-                }
-                self.locks[index / 32].fetch_and(!bit, Ordering::Release);
-            }
-            index = (index + 1) % ports;
-            back_off(&mut spins, &self.napping);
+        if let Some(port) = self.try_open(opcode, mask, index) {
+            return port;
         }
+        // Waiting for a free port is waiting for the host: device memory is closed to this thread.
+        sim_memory::host_side(|| {
+            let mut spins = 0u32;
+            loop {
+                index = (index + 1) % ports;
+                back_off(&mut spins, &self.napping);
+                if let Some(port) = self.try_open(opcode, mask, index) {
+                    return port;
+                }
+            }
+        })
+    }
+
+    fn try_open(&self, opcode: u16, mask: u64, index: usize) -> Option<ClientPort<'_>> {
+        let bit = 1u32 << (index % 32);
+        if self.locks[index / 32].fetch_or(bit, Ordering::Acquire) & bit != 0 {
+            return None;
+        }
+        let out = self.word(self.layout.client_word(index)).load(Ordering::Relaxed);
+        if self.inbox(index) != out {
+            self.locks[index / 32].fetch_and(!bit, Ordering::Release);
+            return None;
+        }
+        // SAFETY: the port is ours (lock bit held, words equal); its header lies inside the mailbox
+        // and nobody else writes it now.
+        unsafe {
+            let header = self.base.add(self.layout.header(index));
+            header.cast::<u64>().write_volatile(mask);
+            header.add(HEADER_OPCODE_OFFSET).cast::<u16>().write_volatile(opcode);
+        }
+        Some(ClientPort {
+            device: self,
+            index,
+            mask,
+            out,
+            receive: false,
+            owns_buffer: true,
+        })
     }
 }
 
@@ -143,10 +158,15 @@ impl ClientPort<'_> {
     }
 
     fn wait_for_ownership(&self, mut inbox: u32) {
-        let mut spins = 0u32;
-        while inbox != self.out {
-            back_off(&mut spins, &self.device.napping);
-            inbox = self.device.inbox(self.index);
+        if inbox != self.out {
+            // A wait for the host: device memory is closed to this thread meanwhile.
+            sim_memory::host_side(|| {
+                let mut spins = 0u32;
+                while inbox != self.out {
+                    back_off(&mut spins, &self.device.napping);
+                    inbox = self.device.inbox(self.index);
+                }
+            });
         }
         fence(Ordering::Acquire);
     }

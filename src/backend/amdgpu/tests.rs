@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::simulated::{self, SimAgent};
 use super::AmdgpuBackend;
+use crate::backend::suite::read;
 use crate::backend::AllocKind;
 use crate::plugin::{Core, HostEntry, LaunchRequest, PluginApi};
 use crate::util::config::Config;
@@ -32,11 +33,6 @@ pub(super) fn core_on(gpus: &[SimAgent], pairs: &[(&str, &str)]) -> Box<dyn Plug
     let config = Config::from_pairs(pairs);
     let backend = AmdgpuBackend::with_runtime(super::runtime::Api::new(simulated::runtime()), &config).unwrap();
     Core::new_boxed(backend, config)
-}
-
-fn read<T: Copy>(addr: usize) -> T {
-    // SAFETY: simulated device memory is host memory; tests read what the plugin wrote there.
-    unsafe { std::ptr::read_unaligned(addr as *const T) }
 }
 
 #[test]

@@ -178,6 +178,14 @@ impl Harness for CudaHarness {
             .collect()
     }
 
+    fn runs_work_on_its_own() -> bool {
+        true
+    }
+
+    fn hold(&self, on: bool) {
+        simulated::hold(on);
+    }
+
     fn register_kernel(&self, name: &str, args: usize, body: KernelBody) {
         simulated::register_kernel(
             name,

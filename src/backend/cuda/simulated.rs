@@ -1,8 +1,7 @@
 //! A simulated CUDA driver, substituted for `libcuda` in-process so that the CUDA backend's own logic
-//! runs in tests without a GPU: device memory is host memory it tracks, streams are ordered host
-//! queues run when synchronised or queried, events mark positions in them, modules are read from real
-//! cubins (kernels and globals from their symbol tables), and kernels run as Rust closures registered
-//! by name. Every entry point counts its calls and can be made to fail once ([`fail_next`]), so that
+//! runs in tests without a GPU: each stream's work runs in order on a thread of its own while the host
+//! goes on, events mark positions in streams, modules are read from real cubins (kernels and globals
+//! from their symbol tables), and kernels run as Rust closures registered by name. Every entry point counts its calls and can be made to fail once ([`fail_next`]), so that
 //! fault handling is tested call by call.
 //!
 //! It is as strict as NVIDIA's driver where first runs on a GPU fail:
@@ -12,14 +11,24 @@
 //!   `CUDA_ERROR_INVALID_HANDLE` (an event may still be waited for from another context);
 //! * a kernel that faults (its body returns an error, `CUDA_ERROR_ILLEGAL_ADDRESS` as a rule) makes the
 //!   error sticky: every later call in its context fails with it, its queued work is dropped, until the
-//!   primary context is released for the last time, which destroys what the context held.
+//!   primary context is released for the last time, which destroys what the context held;
+//! * device memory (allocations and module globals) is memory the host cannot touch (see
+//!   `gpu::sim_memory`): only queued copies and kernel bodies reach it;
+//! * calls block where NVIDIA's documentation says they do: `cuMemFree` and `cuMemFreeHost` wait for
+//!   the context's work, a copy from the device into pageable host memory returns once it is done (one
+//!   from pageable memory to the device is staged at once), and the legacy default stream (handle 0)
+//!   waits for, and is waited for by, the context's blocking streams. So a host thread that waits on
+//!   a kernel which waits on that thread hangs here as on a GPU (upstream's #66817, #72440).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use super::sys::{self, CuDevice, CuDevicePtr, CuHandle, CuResult, Driver, Functions};
 use crate::backend::gpu::sim_calls::CallRecord;
+use crate::backend::gpu::sim_memory;
 use crate::util::elf;
 
 /// A kernel's behaviour: called with the values of its arguments; an error is a fault on the device
@@ -50,10 +59,186 @@ pub struct Launch {
     pub stream: usize,
 }
 
+/// Work queued on a stream.
 enum Op {
-    Copy { dst: usize, src: usize, len: usize },
-    Launch { body: Option<KernelBody>, args: Vec<u64> },
-    Record { event: usize },
+    /// A copy of `len` bytes to `dst`.
+    Copy {
+        dst: usize,
+        src: Source,
+        len: usize,
+    },
+    Launch {
+        body: Option<KernelBody>,
+        args: Vec<u64>,
+    },
+    /// Waits until the `until`th piece of `on`'s work is done (an event, the legacy stream's order).
+    Wait {
+        on: Arc<Stream>,
+        until: u64,
+    },
+}
+
+/// Where a queued copy reads.
+enum Source {
+    /// Memory the copy reads when it runs (device, pinned or registered memory).
+    At(usize),
+    /// Pageable host memory, staged when the copy was queued, as the driver does.
+    Staged(Vec<u8>),
+}
+
+/// One stream: its queue, run in order by a thread of its own ([`run_stream`]).
+struct Stream {
+    context: usize,
+    /// Whether it is ordered with the legacy default stream (created without `CU_STREAM_NON_BLOCKING`).
+    blocking: bool,
+    progress: Mutex<Progress>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Progress {
+    queue: VecDeque<Op>,
+    /// Pieces of work queued so far, and done (or dropped) so far, in order.
+    queued: u64,
+    done: u64,
+    /// Destroyed: the thread ends once the queue is empty.
+    closed: bool,
+    /// What a kernel body's panic said: the test fails where it waits for the stream.
+    panicked: Option<String>,
+}
+
+/// Holds every stream's next piece of work back (see [`hold`]).
+static HELD: AtomicBool = AtomicBool::new(false);
+
+impl Stream {
+    fn start(context: usize, blocking: bool) -> Arc<Stream> {
+        let stream = Arc::new(Stream {
+            context,
+            blocking,
+            progress: Mutex::new(Progress::default()),
+            changed: Condvar::new(),
+        });
+        let worker = Arc::clone(&stream);
+        std::thread::Builder::new()
+            .name("sim-cuda-stream".into())
+            .spawn(move || run_stream(&worker))
+            .expect("a thread for a simulated stream");
+        stream
+    }
+
+    fn progress(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `op`; its number in the stream's order.
+    fn push(&self, op: Op) -> u64 {
+        let mut progress = self.progress();
+        progress.queue.push_back(op);
+        progress.queued += 1;
+        self.changed.notify_all();
+        progress.queued
+    }
+
+    /// The number of the last piece of work queued.
+    fn queued(&self) -> u64 {
+        self.progress().queued
+    }
+
+    fn is_idle(&self) -> bool {
+        let progress = self.progress();
+        progress.done >= progress.queued
+    }
+
+    /// Waits until the `until`th piece of work is done (or dropped); a kernel body's panic is raised
+    /// again here, in the test.
+    fn wait_for(&self, until: u64) {
+        let mut progress = self.progress();
+        while progress.done < until && progress.panicked.is_none() {
+            progress = self.changed.wait(progress).unwrap_or_else(|e| e.into_inner());
+        }
+        if let Some(message) = &progress.panicked {
+            panic!("a simulated kernel panicked: {message}");
+        }
+    }
+
+    /// Drops the queued work, as a fault or a failed wait does on a GPU.
+    fn drop_work(&self) {
+        let mut progress = self.progress();
+        progress.queue.clear();
+        progress.done = progress.queued;
+        self.changed.notify_all();
+    }
+
+    /// The stream is destroyed: its thread ends after the work queued so far.
+    fn close(&self) {
+        self.progress().closed = true;
+        self.changed.notify_all();
+    }
+}
+
+/// A stream's thread: runs its work in order, each piece as device code (see `gpu::sim_memory`).
+fn run_stream(stream: &Stream) {
+    loop {
+        let op = {
+            let mut progress = stream.progress();
+            loop {
+                if progress.panicked.is_some() || (progress.closed && progress.queue.is_empty()) {
+                    return;
+                }
+                if !progress.queue.is_empty() && !HELD.load(Ordering::Acquire) {
+                    break progress.queue.pop_front().expect("checked");
+                }
+                progress = if progress.queue.is_empty() {
+                    // `push` and `close` wake it.
+                    stream.changed.wait(progress).unwrap_or_else(|e| e.into_inner())
+                } else {
+                    // Held: it looks again now and then, as `hold` does not wake it.
+                    stream
+                        .changed
+                        .wait_timeout(progress, Duration::from_millis(1))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                };
+            }
+        };
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_op(stream, op)));
+        let mut progress = stream.progress();
+        match ran {
+            Ok(()) => progress.done = (progress.done + 1).min(progress.queued),
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                progress.panicked = Some(message);
+            }
+        }
+        stream.changed.notify_all();
+    }
+}
+
+fn run_op(stream: &Stream, op: Op) {
+    match op {
+        Op::Copy { dst, src, len } => sim_memory::device_access(|| match src {
+            // SAFETY: the backend queued a copy between ranges it owns for `len` bytes, valid until the
+            // stream's work is done, which it is not yet.
+            Source::At(src) => unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) },
+            // SAFETY: as above, for the destination; the staged bytes are `len` long.
+            Source::Staged(bytes) => unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, len) },
+        }),
+        Op::Launch { body, args } => {
+            if let Some(Err(code)) = body.map(|body| sim_memory::device_access(|| body(&args))) {
+                with(|w| fault(w, stream.context, code));
+            }
+        }
+        Op::Wait { on, until } => on.wait_for(until),
+    }
+}
+
+/// Holds the streams' work back (`true`: what is queued waits) or lets it go (`false`).
+pub fn hold(on: bool) {
+    HELD.store(on, Ordering::Release);
 }
 
 #[derive(Default)]
@@ -88,6 +273,8 @@ pub struct World {
     contexts: HashMap<usize, CuDevice>,
     /// Device, managed and pinned host allocations: address → size.
     pub memory: HashMap<usize, usize>,
+    /// Which of them are host memory (pinned or managed); the others are device memory.
+    host_blocks: HashSet<usize>,
     /// Bytes that may be allocated at once (device, managed and pinned together), when a test sets a
     /// limit; past it allocations fail with `CUDA_ERROR_OUT_OF_MEMORY`.
     pub capacity: Option<usize>,
@@ -96,13 +283,17 @@ pub struct World {
     pub violations: Vec<String>,
     /// Host ranges registered with `cuMemHostRegister`, with the flags they were registered with.
     pub registered: HashMap<usize, c_uint>,
+    /// Their sizes.
+    registered_bytes: HashMap<usize, usize>,
     pub(super) modules: HashMap<usize, Module>,
     functions: HashMap<usize, String>,
     /// Dynamic shared memory each function may be launched with, where raised above the default.
     dynamic_shared: HashMap<usize, u32>,
-    streams: HashMap<usize, VecDeque<Op>>,
-    /// Event → (stream recorded on, whether the recording was reached).
-    events: HashMap<usize, Option<(usize, bool)>>,
+    streams: HashMap<usize, Arc<Stream>>,
+    /// Each context's legacy default stream (handle 0), made when first used.
+    legacy: HashMap<usize, Arc<Stream>>,
+    /// Event → (stream recorded on, the piece of its work the recording follows).
+    events: HashMap<usize, Option<(Arc<Stream>, u64)>>,
     bodies: HashMap<String, (usize, KernelBody)>,
     /// Every launch, in order.
     pub launches: Vec<Launch>,
@@ -186,6 +377,12 @@ fn with<R>(f: impl FnOnce(&mut World) -> R) -> R {
 /// is leaked, not freed: a server it left registered may still read its mailbox.
 pub fn reset(gpus: &[SimGpu], init_result: CuResult) {
     let mut slot = world();
+    hold(false);
+    // The last world's streams end: their work is dropped, their threads return.
+    for stream in slot.iter().flat_map(|w| w.streams.values().chain(w.legacy.values())) {
+        stream.drop_work();
+        stream.close();
+    }
     *slot = Some(World {
         gpus: gpus.to_vec(),
         init_result,
@@ -265,13 +462,24 @@ fn own(w: &mut World, handle: usize) {
 
 /// A kernel of `stream` faulted with `code`: the error sticks to the stream's context and the
 /// context's queued work is dropped, as a GPU's is.
-fn fault(w: &mut World, stream: usize, code: CuResult) {
-    let Some(&context) = w.owners.get(&stream) else { return };
-    w.sticky.insert(context, code);
-    let owners = &w.owners;
-    for (_, queue) in w.streams.iter_mut().filter(|(s, _)| owners.get(s) == Some(&context)) {
-        queue.clear();
+fn fault(w: &mut World, context: usize, code: CuResult) {
+    if !w.contexts.contains_key(&context) {
+        return; // a stream of an earlier world
     }
+    w.sticky.insert(context, code);
+    for stream in streams_of(w, context) {
+        stream.drop_work();
+    }
+}
+
+/// The streams of `context`, its legacy default stream included.
+fn streams_of(w: &World, context: usize) -> Vec<Arc<Stream>> {
+    w.streams
+        .values()
+        .chain(w.legacy.get(&context))
+        .filter(|stream| stream.context == context)
+        .cloned()
+        .collect()
 }
 
 /// The last release of a faulted context destroys what it held, as the driver's context destruction
@@ -289,19 +497,27 @@ fn destroy_faulted_context(w: &mut World, context: usize) {
         .collect();
     for handle in held {
         w.owners.remove(&handle);
-        w.streams.remove(&handle);
+        if let Some(stream) = w.streams.remove(&handle) {
+            stream.close();
+        }
         w.events.remove(&handle);
         w.functions.remove(&handle);
         if let Some(module) = w.modules.remove(&handle) {
-            for (ptr, _) in module.globals.values() {
-                // SAFETY: from calloc at load.
-                unsafe { libc::free(*ptr as *mut c_void) };
-            }
+            unmap_globals(&module);
         }
-        if w.memory.remove(&handle).is_some() {
-            // SAFETY: from calloc in `alloc`.
-            unsafe { libc::free(handle as *mut c_void) };
+        if w.memory.contains_key(&handle) {
+            free(w, handle);
         }
+    }
+    if let Some(stream) = w.legacy.remove(&context) {
+        stream.close();
+    }
+}
+
+/// Gives back the device memory of a module's globals.
+fn unmap_globals(module: &Module) {
+    for (ptr, _) in module.globals.values() {
+        sim_memory::unmap(*ptr);
     }
 }
 
@@ -322,44 +538,47 @@ fn gpu(w: &World, device: CuDevice) -> Option<SimGpu> {
     usize::try_from(device).ok().and_then(|i| w.gpus.get(i)).copied()
 }
 
-/// Runs a stream's queued work in order, outside the lock (a kernel body may call the driver, through
-/// the plugin's RPC server, while it runs).
-fn drain(stream: usize) -> CuResult {
-    loop {
-        let op = with(|w| w.streams.get_mut(&stream).map(|q| q.pop_front()));
-        match op {
-            None => return sys::CUDA_ERROR_INVALID_VALUE,
-            Some(None) => return sys::CUDA_SUCCESS,
-            Some(Some(Op::Copy { dst, src, len })) => {
-                // SAFETY: the backend queued a copy between ranges it owns for `len` bytes, valid until
-                // the stream is synchronised, which is now.
-                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
-            }
-            Some(Some(Op::Launch { body, args })) => {
-                if let Some(Err(code)) = body.map(|body| body(&args)) {
-                    with(|w| fault(w, stream, code));
-                    return code;
-                }
-            }
-            Some(Some(Op::Record { event })) => with(|w| {
-                if let Some(Some((_, reached))) = w.events.get_mut(&event) {
-                    *reached = true;
-                }
-            }),
-        }
+/// The stream `handle` names in the current context: 0 is the context's legacy default stream.
+fn stream_of(w: &mut World, handle: CuHandle) -> Result<Arc<Stream>, CuResult> {
+    if handle.is_null() {
+        let context = current(w)?;
+        return Ok(Arc::clone(
+            w.legacy.entry(context).or_insert_with(|| Stream::start(context, true)),
+        ));
     }
+    owned(w, handle as usize)?;
+    w.streams
+        .get(&(handle as usize))
+        .cloned()
+        .ok_or(sys::CUDA_ERROR_INVALID_VALUE)
 }
 
-fn queue(stream: CuHandle, op: Op) -> CuResult {
-    with(|w| match w.streams.get_mut(&(stream as usize)) {
-        Some(q) => {
-            q.push_back(op);
-            sys::CUDA_SUCCESS
+/// Queues `op` on `stream`, after the work it must follow by the legacy default stream's rules: work
+/// on the legacy stream waits for the context's blocking streams, and theirs for it. Its number.
+fn enqueue(w: &World, stream: &Arc<Stream>, op: Op) -> u64 {
+    let legacy = w.legacy.get(&stream.context);
+    if legacy.is_some_and(|legacy| Arc::ptr_eq(legacy, stream)) {
+        for other in streams_of(w, stream.context) {
+            if other.blocking && !Arc::ptr_eq(&other, stream) && !other.is_idle() {
+                let until = other.queued();
+                stream.push(Op::Wait { on: other, until });
+            }
         }
-        None => sys::CUDA_ERROR_INVALID_VALUE,
-    })
+    } else if let Some(legacy) = legacy.filter(|legacy| stream.blocking && !legacy.is_idle()) {
+        stream.push(Op::Wait {
+            on: Arc::clone(legacy),
+            until: legacy.queued(),
+        });
+    }
+    stream.push(op)
 }
 
+/// What a wait on a stream answers once done: the context's sticky error, if its work faulted.
+fn after_wait(context: usize) -> CuResult {
+    with(|w| w.sticky.get(&context).copied().unwrap_or(sys::CUDA_SUCCESS))
+}
+
+/// Whether `ptr..ptr + len` lies in one allocation or module global.
 fn known_range(w: &World, ptr: usize, len: usize) -> bool {
     w.memory
         .iter()
@@ -621,11 +840,15 @@ unsafe extern "C" fn cu_module_load_data_ex(
                 w.functions.insert(function, name.clone());
                 loaded.kernels.insert(name, function);
             } else if symbol.kind == 1 && symbol.size > 0 {
-                // SAFETY: calloc has no preconditions.
-                let ptr = unsafe { libc::calloc(1, symbol.size as usize) } as usize;
+                let Some(ptr) = sim_memory::map(symbol.size as usize) else {
+                    return sys::CUDA_ERROR_OUT_OF_MEMORY;
+                };
                 if let Some(initial) = parsed.symbol_bytes(&symbol) {
-                    // SAFETY: `ptr` holds `symbol.size` bytes, as many as `initial`.
-                    unsafe { std::ptr::copy_nonoverlapping(initial.as_ptr(), ptr as *mut u8, initial.len()) };
+                    // SAFETY: `ptr` holds `symbol.size` bytes, as many as `initial`; the driver writes
+                    // device memory as device code does.
+                    sim_memory::device_access(|| unsafe {
+                        std::ptr::copy_nonoverlapping(initial.as_ptr(), ptr as *mut u8, initial.len())
+                    });
                 }
                 placed.push((symbol, ptr));
                 if symbol.is_local() {
@@ -648,7 +871,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
                 let value = (address as i64 + relocation.addend) as u64;
                 let at = ptr + (relocation.offset - symbol.value) as usize;
                 // SAFETY: `at..at + 8` lies inside the global's allocation (checked above).
-                unsafe { (at as *mut u64).write_unaligned(value) };
+                sim_memory::device_access(|| unsafe { (at as *mut u64).write_unaligned(value) });
             }
         }
         let id = handle(w);
@@ -665,10 +888,7 @@ unsafe extern "C" fn cu_module_unload(module: CuHandle) -> CuResult {
         match owned(w, module as usize).map(|()| w.modules.remove(&(module as usize))) {
             Err(code) => code,
             Ok(Some(m)) => {
-                for (ptr, _) in m.globals.values() {
-                    // SAFETY: from calloc at load.
-                    unsafe { libc::free(*ptr as *mut c_void) };
-                }
+                unmap_globals(&m);
                 for f in m.kernels.values() {
                     w.functions.remove(f);
                     w.owners.remove(f);
@@ -819,11 +1039,8 @@ unsafe extern "C" fn cu_launch_kernel(
             .get(&(function as usize))
             .cloned()
             .ok_or(sys::CUDA_ERROR_INVALID_VALUE)?;
-        if !w.streams.contains_key(&(stream as usize)) {
-            return Err(sys::CUDA_ERROR_INVALID_VALUE);
-        }
         owned(w, function as usize)?;
-        owned(w, stream as usize)?;
+        stream_of(w, stream)?;
         // Above 48 KiB, dynamic shared memory needs the kernel's limit raised first.
         let allowed = w
             .dynamic_shared
@@ -845,40 +1062,85 @@ unsafe extern "C" fn cu_launch_kernel(
         // The driver copies the parameter values now, as the real one does.
         // SAFETY: `params` holds a pointer to each argument's 8-byte value (the backend's contract).
         let args = (0..count).map(|i| unsafe { *(*params.add(i)).cast::<u64>() }).collect();
-        Ok(Op::Launch { body, args })
+        let stream = stream_of(w, stream)?;
+        enqueue(w, &stream, Op::Launch { body, args });
+        Ok(())
     });
     match prepared {
-        Ok(op) => queue(stream, op),
+        Ok(()) => sys::CUDA_SUCCESS,
         Err(code) => code,
     }
 }
 
-fn alloc(w: &mut World, bytes: usize) -> Result<usize, CuResult> {
+/// Where an allocation lives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Memory {
+    /// On the device: the host cannot touch it.
+    Device,
+    /// Pinned or managed host memory.
+    Host,
+}
+
+fn alloc(w: &mut World, bytes: usize, memory: Memory) -> Result<usize, CuResult> {
     let live: usize = w.memory.values().sum();
     if bytes > 1 << 40 || w.capacity.is_some_and(|capacity| live + bytes > capacity) {
         return Err(sys::CUDA_ERROR_OUT_OF_MEMORY);
     }
-    // SAFETY: calloc has no preconditions.
-    let ptr = unsafe { libc::calloc(1, bytes.max(1)) } as usize;
+    let ptr = match memory {
+        Memory::Device => sim_memory::map(bytes).ok_or(sys::CUDA_ERROR_OUT_OF_MEMORY)?,
+        Memory::Host => {
+            // SAFETY: calloc has no preconditions.
+            let ptr = unsafe { libc::calloc(1, bytes.max(1)) } as usize;
+            w.host_blocks.insert(ptr);
+            ptr
+        }
+    };
     w.memory.insert(ptr, bytes);
     own(w, ptr);
     Ok(ptr)
 }
 
 fn free(w: &mut World, ptr: usize) -> CuResult {
-    match w.memory.remove(&ptr) {
-        Some(_) => {
-            w.owners.remove(&ptr);
-            // SAFETY: from calloc in `alloc`.
-            unsafe { libc::free(ptr as *mut c_void) };
-            sys::CUDA_SUCCESS
+    if w.memory.remove(&ptr).is_none() {
+        return sys::CUDA_ERROR_INVALID_VALUE;
+    }
+    w.owners.remove(&ptr);
+    if w.host_blocks.remove(&ptr) {
+        // SAFETY: from calloc in `alloc`.
+        unsafe { libc::free(ptr as *mut c_void) };
+    } else {
+        sim_memory::unmap(ptr);
+    }
+    sys::CUDA_SUCCESS
+}
+
+/// `cuMemFree` and `cuMemFreeHost` wait for the work of the current context, as NVIDIA's do: then
+/// free.
+fn free_after_the_contexts_work(name: &'static str, ptr: usize) -> CuResult {
+    let pending = with(|w| {
+        enter(w, name)?;
+        let context = current(w)?;
+        Ok(streams_of(w, context)
+            .into_iter()
+            .map(|stream| {
+                let until = stream.queued();
+                (stream, until)
+            })
+            .collect::<Vec<_>>())
+    });
+    match pending {
+        Ok(pending) => {
+            for (stream, until) in pending {
+                stream.wait_for(until);
+            }
+            with(|w| free(w, ptr))
         }
-        None => sys::CUDA_ERROR_INVALID_VALUE,
+        Err(code) => code,
     }
 }
 
 unsafe extern "C" fn cu_mem_alloc(ptr: *mut CuDevicePtr, bytes: usize) -> CuResult {
-    call("cuMemAlloc_v2", |w| match alloc(w, bytes) {
+    call("cuMemAlloc_v2", |w| match alloc(w, bytes, Memory::Device) {
         // SAFETY: writable per the API.
         Ok(p) => unsafe {
             *ptr = p as CuDevicePtr;
@@ -915,11 +1177,11 @@ unsafe extern "C" fn cu_mem_host_get_device_pointer(
 }
 
 unsafe extern "C" fn cu_mem_free(ptr: CuDevicePtr) -> CuResult {
-    call("cuMemFree_v2", |w| free(w, ptr as usize))
+    free_after_the_contexts_work("cuMemFree_v2", ptr as usize)
 }
 
 unsafe extern "C" fn cu_mem_alloc_host(ptr: *mut *mut c_void, bytes: usize) -> CuResult {
-    call("cuMemAllocHost_v2", |w| match alloc(w, bytes) {
+    call("cuMemAllocHost_v2", |w| match alloc(w, bytes, Memory::Host) {
         // SAFETY: writable per the API.
         Ok(p) => unsafe {
             *ptr = p as *mut c_void;
@@ -930,11 +1192,11 @@ unsafe extern "C" fn cu_mem_alloc_host(ptr: *mut *mut c_void, bytes: usize) -> C
 }
 
 unsafe extern "C" fn cu_mem_free_host(ptr: *mut c_void) -> CuResult {
-    call("cuMemFreeHost", |w| free(w, ptr as usize))
+    free_after_the_contexts_work("cuMemFreeHost", ptr as usize)
 }
 
 unsafe extern "C" fn cu_mem_alloc_managed(ptr: *mut CuDevicePtr, bytes: usize, _flags: c_uint) -> CuResult {
-    call("cuMemAllocManaged", |w| match alloc(w, bytes) {
+    call("cuMemAllocManaged", |w| match alloc(w, bytes, Memory::Host) {
         // SAFETY: writable per the API.
         Ok(p) => unsafe {
             *ptr = p as CuDevicePtr;
@@ -944,10 +1206,11 @@ unsafe extern "C" fn cu_mem_alloc_managed(ptr: *mut CuDevicePtr, bytes: usize, _
     })
 }
 
-unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, _bytes: usize, flags: c_uint) -> CuResult {
+unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, bytes: usize, flags: c_uint) -> CuResult {
     call("cuMemHostRegister_v2", |w| match w.registered.entry(ptr as usize) {
         std::collections::hash_map::Entry::Vacant(entry) => {
             entry.insert(flags);
+            w.registered_bytes.insert(ptr as usize, bytes);
             0
         }
         std::collections::hash_map::Entry::Occupied(_) => sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
@@ -957,6 +1220,7 @@ unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, _bytes: usize, flags
 unsafe extern "C" fn cu_mem_host_unregister(ptr: *mut c_void) -> CuResult {
     call("cuMemHostUnregister", |w| {
         if w.registered.remove(&(ptr as usize)).is_some() {
+            w.registered_bytes.remove(&(ptr as usize));
             0
         } else {
             713 // CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
@@ -964,20 +1228,58 @@ unsafe extern "C" fn cu_mem_host_unregister(ptr: *mut c_void) -> CuResult {
     })
 }
 
-/// Queues a copy after checking that the device side is simulated memory.
-fn copy(name: &'static str, dst: usize, src: usize, len: usize, device_side: &[usize], stream: CuHandle) -> CuResult {
-    let checked = with(|w| {
+/// Which side of a copy is host memory, for the driver's rules on pageable memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HostSide {
+    Neither,
+    Source,
+    Destination,
+}
+
+/// Whether `ptr..ptr + len` is pinned host memory (allocated pinned or managed, or registered).
+fn is_pinned(w: &World, ptr: usize, len: usize) -> bool {
+    let within = |start: usize, size: usize| ptr >= start && ptr + len <= start + size;
+    w.host_blocks.iter().any(|start| within(*start, w.memory[start]))
+        || w.registered_bytes.iter().any(|(&start, &size)| within(start, size))
+}
+
+/// Queues a copy after checking that the device side is simulated memory. From pageable host memory
+/// the bytes are staged now; into pageable host memory the call returns once the copy is done (after
+/// the stream's earlier work), as NVIDIA documents for its asynchronous copies.
+fn copy(
+    name: &'static str,
+    dst: usize,
+    src: usize,
+    len: usize,
+    device_side: &[usize],
+    host: HostSide,
+    stream: CuHandle,
+) -> CuResult {
+    let queued = with(|w| {
         enter(w, name)?;
-        owned(w, stream as usize)?;
-        if device_side.iter().all(|&p| known_range(w, p, len)) {
-            Ok(())
-        } else {
-            Err(sys::CUDA_ERROR_INVALID_VALUE)
+        let stream = stream_of(w, stream)?;
+        if !device_side.iter().all(|&p| known_range(w, p, len)) {
+            return Err(sys::CUDA_ERROR_INVALID_VALUE);
         }
+        let (source, wait) = match host {
+            HostSide::Source if !is_pinned(w, src, len) => {
+                // SAFETY: the caller passes `len` readable bytes at `src`, which the driver reads now.
+                let staged = unsafe { std::slice::from_raw_parts(src as *const u8, len) }.to_vec();
+                (Source::Staged(staged), false)
+            }
+            HostSide::Destination => (Source::At(src), !is_pinned(w, dst, len)),
+            _ => (Source::At(src), false),
+        };
+        let done_at = enqueue(w, &stream, Op::Copy { dst, src: source, len });
+        Ok(wait.then_some((stream, done_at)))
     });
-    match checked {
-        Ok(()) => queue(stream, Op::Copy { dst, src, len }),
+    match queued {
         Err(code) => code,
+        Ok(None) => sys::CUDA_SUCCESS,
+        Ok(Some((stream, done_at))) => {
+            stream.wait_for(done_at);
+            after_wait(stream.context)
+        }
     }
 }
 
@@ -988,6 +1290,7 @@ unsafe extern "C" fn cu_memcpy_htod(dst: CuDevicePtr, src: *const c_void, bytes:
         src as usize,
         bytes,
         &[dst as usize],
+        HostSide::Source,
         stream,
     )
 }
@@ -999,6 +1302,7 @@ unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CuDevicePtr, bytes: u
         src as usize,
         bytes,
         &[src as usize],
+        HostSide::Destination,
         stream,
     )
 }
@@ -1010,6 +1314,7 @@ unsafe extern "C" fn cu_memcpy_dtod(dst: CuDevicePtr, src: CuDevicePtr, bytes: u
         src as usize,
         bytes,
         &[src as usize, dst as usize],
+        HostSide::Neither,
         stream,
     )
 }
@@ -1028,15 +1333,20 @@ unsafe extern "C" fn cu_memcpy_peer(
         src as usize,
         bytes,
         &[src as usize, dst as usize],
+        HostSide::Neither,
         stream,
     )
 }
 
-unsafe extern "C" fn cu_stream_create(stream: *mut CuHandle, _flags: c_uint) -> CuResult {
+unsafe extern "C" fn cu_stream_create(stream: *mut CuHandle, flags: c_uint) -> CuResult {
     call("cuStreamCreate", |w| {
+        let Ok(context) = current(w) else {
+            return sys::CUDA_ERROR_INVALID_CONTEXT;
+        };
         let id = handle(w);
         own(w, id);
-        w.streams.insert(id, VecDeque::new());
+        let blocking = flags & sys::STREAM_NON_BLOCKING == 0;
+        w.streams.insert(id, Stream::start(context, blocking));
         // SAFETY: writable per the API.
         unsafe { *stream = id as CuHandle };
         sys::CUDA_SUCCESS
@@ -1058,69 +1368,63 @@ fn destroy_owned(w: &mut World, handle: usize, remove: impl FnOnce(&mut World) -
 
 unsafe extern "C" fn cu_stream_destroy(stream: CuHandle) -> CuResult {
     let stream = stream as usize;
+    // As the driver: the call returns at once, and the stream's work is still done.
     call("cuStreamDestroy_v2", |w| {
-        destroy_owned(w, stream, |w| w.streams.remove(&stream).is_some())
+        destroy_owned(w, stream, |w| w.streams.remove(&stream).map(|s| s.close()).is_some())
     })
 }
 
-/// A failed wait stands for failed work, as with a real GPU (whose errors are sticky): the stream's
-/// queued work is dropped, never run later against memory its owner has since reused.
-fn fail_stream(w: &mut World, stream: usize, code: CuResult) -> CuResult {
-    if let Some(q) = w.streams.get_mut(&stream) {
-        q.clear();
-    }
-    code
+/// Enters a wait on `stream`; a failed call stands for failed work, as with a real GPU (whose errors
+/// are sticky): the stream's queued work is dropped, never run later against memory its owner has
+/// since reused.
+fn enter_wait(name: &'static str, stream: CuHandle) -> Result<Arc<Stream>, CuResult> {
+    with(|w| {
+        let entered = enter(w, name).and_then(|()| stream_of(w, stream));
+        if let Err(code) = entered {
+            if let Some(stream) = w.streams.get(&(stream as usize)) {
+                stream.drop_work();
+            }
+            return Err(code);
+        }
+        entered
+    })
 }
 
 unsafe extern "C" fn cu_stream_synchronize(stream: CuHandle) -> CuResult {
-    let entered = with(|w| {
-        enter(w, "cuStreamSynchronize")
-            .and_then(|()| owned(w, stream as usize))
-            .map_err(|code| fail_stream(w, stream as usize, code))
-    });
-    match entered {
-        Ok(()) => drain(stream as usize),
+    match enter_wait("cuStreamSynchronize", stream) {
+        Ok(stream) => {
+            stream.wait_for(stream.queued());
+            after_wait(stream.context)
+        }
         Err(code) => code,
     }
 }
 
 unsafe extern "C" fn cu_stream_query(stream: CuHandle) -> CuResult {
-    // Work left is "not ready" once; the query then lets it run, as time passing would.
-    let pending = with(|w| {
-        enter(w, "cuStreamQuery")
-            .and_then(|()| owned(w, stream as usize))
-            .map_err(|code| fail_stream(w, stream as usize, code))?;
-        Ok(w.streams.get(&(stream as usize)).map(|q| !q.is_empty()))
-    });
-    match pending {
+    match enter_wait("cuStreamQuery", stream) {
+        Ok(stream) if stream.is_idle() => after_wait(stream.context),
+        Ok(_) => sys::CUDA_ERROR_NOT_READY,
         Err(code) => code,
-        Ok(None) => sys::CUDA_ERROR_INVALID_VALUE,
-        Ok(Some(true)) => match drain(stream as usize) {
-            sys::CUDA_SUCCESS => sys::CUDA_ERROR_NOT_READY,
-            fault => fault,
-        },
-        Ok(Some(false)) => sys::CUDA_SUCCESS,
     }
 }
 
 unsafe extern "C" fn cu_stream_wait_event(stream: CuHandle, event: CuHandle, _flags: c_uint) -> CuResult {
-    let recorded = with(|w| {
-        enter(w, "cuStreamWaitEvent")?;
-        owned(w, stream as usize)?;
-        if !w.streams.contains_key(&(stream as usize)) {
-            return Err(sys::CUDA_ERROR_INVALID_VALUE);
+    call("cuStreamWaitEvent", |w| {
+        let stream = match stream_of(w, stream) {
+            Ok(stream) => stream,
+            Err(code) => return code,
+        };
+        match w.events.get(&(event as usize)) {
+            None => sys::CUDA_ERROR_INVALID_VALUE,
+            // The stream's later work waits on the device, not the host, for the recorded work.
+            Some(Some((on, until))) => {
+                let (on, until) = (Arc::clone(on), *until);
+                enqueue(w, &stream, Op::Wait { on, until });
+                sys::CUDA_SUCCESS
+            }
+            Some(None) => sys::CUDA_SUCCESS,
         }
-        w.events
-            .get(&(event as usize))
-            .copied()
-            .ok_or(sys::CUDA_ERROR_INVALID_VALUE)
-    });
-    match recorded {
-        Err(code) => code,
-        // The waiting stream's later work runs after the recording: run the recording's stream now.
-        Ok(Some((on, false))) => drain(on),
-        Ok(_) => sys::CUDA_SUCCESS,
-    }
+    })
 }
 
 unsafe extern "C" fn cu_event_create(event: *mut CuHandle, _flags: c_uint) -> CuResult {
@@ -1142,22 +1446,24 @@ unsafe extern "C" fn cu_event_destroy(event: CuHandle) -> CuResult {
 }
 
 unsafe extern "C" fn cu_event_record(event: CuHandle, stream: CuHandle) -> CuResult {
-    let ok = with(|w| {
-        enter(w, "cuEventRecord")?;
-        owned(w, event as usize)?;
-        owned(w, stream as usize)?;
+    call("cuEventRecord", |w| {
+        if let Err(code) = owned(w, event as usize) {
+            return code;
+        }
+        let stream = match stream_of(w, stream) {
+            Ok(stream) => stream,
+            Err(code) => return code,
+        };
+        // The event follows the work queued on the stream so far.
+        let until = stream.queued();
         match w.events.get_mut(&(event as usize)) {
             Some(state) => {
-                *state = Some((stream as usize, false));
-                Ok(())
+                *state = Some((stream, until));
+                sys::CUDA_SUCCESS
             }
-            None => Err(sys::CUDA_ERROR_INVALID_VALUE),
+            None => sys::CUDA_ERROR_INVALID_VALUE,
         }
-    });
-    match ok {
-        Ok(()) => queue(stream, Op::Record { event: event as usize }),
-        Err(code) => code,
-    }
+    })
 }
 
 unsafe extern "C" fn cu_event_synchronize(event: CuHandle) -> CuResult {
@@ -1165,13 +1471,16 @@ unsafe extern "C" fn cu_event_synchronize(event: CuHandle) -> CuResult {
         enter(w, "cuEventSynchronize")?;
         w.events
             .get(&(event as usize))
-            .copied()
+            .cloned()
             .ok_or(sys::CUDA_ERROR_INVALID_VALUE)
     });
     match recorded {
         Err(code) => code,
-        Ok(Some((on, false))) => drain(on),
-        Ok(_) => sys::CUDA_SUCCESS,
+        Ok(Some((on, until))) => {
+            on.wait_for(until);
+            after_wait(on.context)
+        }
+        Ok(None) => sys::CUDA_SUCCESS,
     }
 }
 

@@ -9,6 +9,7 @@ use super::cubin::{Capability, NvidiaImage};
 use super::harness::{core_on, cubin, serial, H100};
 use super::simulated::{self, SimGpu};
 use super::CudaBackend;
+use crate::backend::suite::read;
 use crate::backend::Backend;
 use crate::plugin::{HostEntry, LaunchRequest};
 use crate::util::config::Config;
@@ -24,11 +25,6 @@ const NO_HOST_POINTERS: SimGpu = SimGpu {
     host_pointers: false,
     ..H100
 };
-
-fn read<T: Copy>(addr: usize) -> T {
-    // SAFETY: simulated device memory is host memory; tests read what the plugin wrote there.
-    unsafe { std::ptr::read_unaligned(addr as *const T) }
-}
 
 #[test]
 fn cubins_built_here_carry_their_capability() {
@@ -477,4 +473,95 @@ fn the_simulated_driver_keeps_contexts_per_thread_and_objects_per_context() {
         );
         assert_eq!((f.cuDevicePrimaryCtxRelease_v2)(1), CUDA_SUCCESS);
     }
+}
+
+/// A host call that waits at a gate until the test opens it; says when it has started.
+#[cfg(feature = "rpc")]
+struct GatedCall {
+    started: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    gate: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+#[cfg(feature = "rpc")]
+impl crate::rpc::registry::UserHandler for GatedCall {
+    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        let mut packets = port.lane_packets();
+        port.recv(&mut packets).unwrap();
+        self.started.lock().unwrap().send(()).unwrap();
+        self.gate.lock().unwrap().recv().unwrap();
+        port.send(&packets).unwrap();
+    }
+}
+
+/// LLVM's #66817: `cuMemFree` waits for all work of its context, so a serving path that freed device
+/// memory while its kernel waited for the call would wait for ever. The simulated driver blocks as
+/// NVIDIA's does: while a kernel waits in a host call held at a gate, a `cuMemFree` on another thread
+/// does not return; it returns once the call is answered and the kernel ends. Had the serving thread
+/// itself made that `cuMemFree` (the shape of the upstream hang: nobody else serves the call) the
+/// gate would never open: the test shows that wait, bounded, then opens the gate. The plugin's
+/// serving path makes no driver call, which is why it never meets this.
+#[cfg(feature = "rpc")]
+#[test]
+fn cu_mem_free_waits_for_a_kernel_in_a_host_call_as_in_llvm_66817() {
+    use super::harness::CudaHarness;
+    use crate::backend::suite::{load_with_host_services, opcode_of_its_own, Harness};
+    use crate::backend::AllocKind;
+    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+    use std::sync::{mpsc, Arc, Mutex};
+    use std::time::Duration;
+
+    let h = CudaHarness::start(1, &[("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", "0")]);
+    let core = h.core();
+    let (program, loaded, server) = load_with_host_services(&h);
+    let op = opcode_of_its_own();
+    let (started_tx, started) = mpsc::channel();
+    let (open_gate, gate) = mpsc::channel();
+    let handler = GatedCall {
+        started: Mutex::new(started_tx),
+        gate: Mutex::new(gate),
+    };
+    crate::rpc::registry::register_handler(op, Box::new(handler)).unwrap();
+    h.register_kernel(
+        &program.generic_name,
+        0,
+        Arc::new(move |_| {
+            let device = SimulatedDevice::new(Arc::clone(&server));
+            let replies = SimulatedWarp::new(&device, 0).call(op, 1, &[[7, 0, 0, 0, 0, 0, 0, 0]]);
+            assert_eq!(replies[0][0], 7);
+        }),
+    );
+    let block = core.alloc(0, 64, AllocKind::Device).unwrap() as usize;
+    let mut queue: *mut c_void = std::ptr::null_mut();
+    let request = LaunchRequest {
+        nowait: true,
+        ..Default::default()
+    };
+    // SAFETY: the simulated kernel takes no arguments.
+    unsafe { core.launch(0, loaded.addresses[program.generic], &[], &request, Some(&mut queue)) }.unwrap();
+    started
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the kernel's host call reached its handler");
+
+    std::thread::scope(|scope| {
+        let (freed_tx, freed) = mpsc::channel();
+        scope.spawn(move || freed_tx.send(core.free(0, block)).unwrap());
+        assert!(
+            freed.recv_timeout(Duration::from_millis(300)).is_err(),
+            "cuMemFree returned while a kernel of its context waited in a host call: had the \
+             serving thread made it, the call would never have been answered"
+        );
+        open_gate.send(()).unwrap();
+        freed
+            .recv_timeout(Duration::from_secs(20))
+            .expect("cuMemFree returns once the call is answered and the kernel has ended")
+            .unwrap();
+    });
+    assert_eq!(
+        h.calls(crate::backend::suite::Op::FreeDevice),
+        1,
+        "the free reached the driver"
+    );
+    core.synchronize(0, &mut queue).unwrap();
+    h.clear_kernels();
+    assert!(core.deinit().unwrap());
 }

@@ -2,7 +2,8 @@
 //! entry points ([`library`]), driver handles released exactly once ([`owned`]), the per-device
 //! caches of peer access ([`peers`]) and of host ranges a device pinned itself ([`pinned`]), and the
 //! default number of RPC ports, and, for the tests, what a simulated driver records of its calls
-//! (`sim_calls`). `cuda/` and `amdgpu/` keep only their driver's calls.
+//! (`sim_calls`) and device memory the host cannot touch (`sim_memory`). `cuda/` and `amdgpu/` keep
+//! only their driver's calls.
 
 pub mod library;
 pub mod owned;
@@ -10,6 +11,9 @@ pub mod peers;
 pub mod pinned;
 #[cfg(test)]
 pub(crate) mod sim_calls;
+#[cfg(any(test, feature = "test-doubles"))]
+#[cfg_attr(not(test), allow(dead_code))] // outside this crate's tests only the simulated warp's waits use it
+pub mod sim_memory;
 
 /// RPC ports when `OMPRPC_RPC_PORTS` does not say: eight per multiprocessor or compute unit (a warp or
 /// wavefront waiting on a port in each of a quarter of its schedulers' slots), within 64 to 1024. The

@@ -262,11 +262,12 @@ pub(crate) trait Harness: Sized {
     }
 }
 
-/// Reads a `T` at a simulated device address.
-fn read<T: Copy>(addr: usize) -> T {
-    // SAFETY: a harness's device memory is host memory at the device address (see `Harness`); the
-    // suite reads only what the core wrote there, with no work in flight on it.
-    unsafe { std::ptr::read_unaligned(addr as *const T) }
+/// Reads a `T` at a simulated device address, as a debugger would (device memory the host cannot
+/// touch is opened for the read).
+pub(crate) fn read<T: Copy>(addr: usize) -> T {
+    // SAFETY: a harness's device memory is host memory at the device address (see `Harness`), readable
+    // as device code; the suite reads only what the core wrote there, with no work in flight on it.
+    crate::backend::gpu::sim_memory::device_access(|| unsafe { std::ptr::read_unaligned(addr as *const T) })
 }
 
 /// The settings of the program the suite's scenario tests ran as one before they were split.
@@ -336,7 +337,13 @@ pub(crate) fn async_copies_run_in_queue_order_once_synchronised<H: Harness>() {
     let counter = addresses[program.global];
     let mut queue: *mut c_void = std::ptr::null_mut();
     let value = 41u32;
-    let mut back = 0u32;
+    // The copy back lands in the driver's pinned memory: into pageable memory, CUDA's copy returns
+    // only once it is done, which would wait here for the held device.
+    let back = core.alloc(0, 4, AllocKind::Host).unwrap().cast::<u32>();
+    // SAFETY: `back` is 4 bytes of host memory from the driver, which only this test touches.
+    let read_back = || unsafe { back.read_volatile() };
+    // SAFETY: as above.
+    unsafe { back.write_volatile(0) };
     h.hold(true);
     // SAFETY: `counter` is the image's 4-byte global; `value` and `back` outlive the synchronisation.
     unsafe {
@@ -348,24 +355,19 @@ pub(crate) fn async_copies_run_in_queue_order_once_synchronised<H: Harness>() {
             Some(&mut queue),
         )
         .unwrap();
-        core.retrieve(
-            0,
-            (&mut back as *mut u32).cast(),
-            counter as *const c_void,
-            4,
-            Some(&mut queue),
-        )
-        .unwrap();
+        core.retrieve(0, back.cast(), counter as *const c_void, 4, Some(&mut queue))
+            .unwrap();
     }
-    assert_eq!(back, 0, "nothing ran before the queue was synchronised");
+    assert_eq!(read_back(), 0, "nothing ran before the queue was synchronised");
     h.hold(false);
     core.synchronize(0, &mut queue).unwrap();
     assert_eq!(
-        (back, read::<u32>(counter)),
+        (read_back(), read::<u32>(counter)),
         (41, 41),
         "the copy to the device ran first"
     );
     assert!(queue.is_null());
+    core.free(0, back as usize).unwrap();
     assert!(core.deinit().unwrap());
 }
 
@@ -1097,17 +1099,7 @@ pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waitin
     let op_keep_string = opcode_of_its_own();
     crate::rpc::registry::register_handler(op_keep_string, Box::new(KeepString { got: Arc::clone(&got) })).unwrap();
     let core = h.core();
-    core.init_device(0).unwrap();
-    let program = h.program();
-    let mut entries = program.entries.clone();
-    entries.push(client_entry());
-    let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
-    let blocks = h.memory_blocks();
-    let server = crate::rpc::registry::servers()
-        .iter()
-        .find(|s| blocks.iter().any(|&(start, _)| start == s.mailbox_address()))
-        .cloned()
-        .expect("the image's server");
+    let (program, loaded, server) = load_with_host_services(&h);
     assert!(server.serves_port_by_port(), "libc 19.1's layout, served port by port");
     let kernel_server = Arc::clone(&server);
     let expected = h.fail_kernel_after(
@@ -1173,7 +1165,7 @@ impl crate::rpc::registry::UserHandler for NoteThread {
 /// A user opcode of its own for each test that registers a handler with state: the suite runs on
 /// several harnesses at once, and an opcode's handler is the process's.
 #[cfg(feature = "rpc")]
-fn opcode_of_its_own() -> u16 {
+pub(crate) fn opcode_of_its_own() -> u16 {
     static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0xC100);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
@@ -1193,17 +1185,7 @@ pub(crate) fn the_thread_waiting_for_a_kernel_leaves_its_host_calls_to_the_servi
     };
     crate::rpc::registry::register_handler(op_note_thread, Box::new(handler)).unwrap();
     let core = h.core();
-    core.init_device(0).unwrap();
-    let program = h.program();
-    let mut entries = program.entries.clone();
-    entries.push(client_entry());
-    let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
-    let blocks = h.memory_blocks();
-    let server = crate::rpc::registry::servers()
-        .iter()
-        .find(|s| blocks.iter().any(|&(start, _)| start == s.mailbox_address()))
-        .cloned()
-        .expect("the image's server");
+    let (program, loaded, server) = load_with_host_services(&h);
     h.register_kernel(
         &program.generic_name,
         0,
@@ -1238,6 +1220,32 @@ pub(crate) fn the_thread_waiting_for_a_kernel_leaves_its_host_calls_to_the_servi
     h.clear_kernels();
     assert!(core.deinit().unwrap());
     assert_eq!(h.live(), Live::NONE);
+}
+
+/// Loads the harness's program with the device header's RPC client on device 0 (initialised
+/// here), as an image that asks for host services: the program, its addresses (the client pointer's
+/// last) and its server.
+#[cfg(feature = "rpc")]
+pub(crate) fn load_with_host_services<H: Harness>(
+    h: &H,
+) -> (
+    TestProgram,
+    crate::plugin::LoadedEntries,
+    Arc<crate::rpc::server::RpcServer>,
+) {
+    let core = h.core();
+    core.init_device(0).unwrap();
+    let program = h.program();
+    let mut entries = program.entries.clone();
+    entries.push(client_entry());
+    let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
+    let blocks = h.memory_blocks();
+    let server = crate::rpc::registry::servers()
+        .iter()
+        .find(|s| blocks.iter().any(|&(start, _)| start == s.mailbox_address()))
+        .cloned()
+        .expect("a server whose mailbox is the driver's memory");
+    (program, loaded, server)
 }
 
 /// The host entry of the device header's RPC client pointer, which every suite program defines.
@@ -1276,18 +1284,7 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
     let h = H::start(1, &[("OMPRPC_RPC_PORTS", "64")]);
     crate::rpc::registry::register_handler(OP_DOUBLE, Box::new(DoubleIt)).unwrap();
     let core = h.core();
-    core.init_device(0).unwrap();
-    let program = h.program();
-    let mut entries = program.entries.clone();
-    entries.push(client_entry());
-    let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
-    let blocks = h.memory_blocks();
-    let pinned = |addr: usize| blocks.iter().any(|&(start, _)| start == addr);
-    let server = crate::rpc::registry::servers()
-        .iter()
-        .find(|s| pinned(s.mailbox_address()))
-        .cloned()
-        .expect("a server whose mailbox is the simulated driver's memory");
+    let (program, loaded, server) = load_with_host_services(&h);
     let lanes = h.lane_size() as u64;
     assert_eq!(
         (server.lane_size(), server.ports()),
@@ -1301,7 +1298,7 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
     }
     // The contract of LLVM's plugins: the pointer is left as the image set it, and libc's client
     // bytes are copied to the object it names, which lives in the module's own memory.
-    let client = read::<u64>(loaded.addresses[entries.len() - 1]) as usize;
+    let client = read::<u64>(*loaded.addresses.last().unwrap()) as usize;
     let (object, object_size) = h
         .module_global(program.client_object)
         .expect("the module's client object");
