@@ -85,7 +85,7 @@ impl<B: Backend> QueueSlot<B> {
         device.rpc_kernels_in_flight.fetch_add(1, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
         if crate::rpc::trace::enabled() {
-            let launched = crate::rpc::trace::now_ns();
+            let launched = crate::util::clock::now_ns();
             crate::util::sync::lock(&self.traced_kernels).push((name.to_string_lossy().into_owned(), launched));
         }
         #[cfg(not(feature = "rpc"))]
@@ -113,7 +113,7 @@ impl<B: Backend> QueueSlot<B> {
         {
             crate::rpc::service::kernels_finished(kernels);
             if let Some(trace) = crate::rpc::trace::global() {
-                let ended = crate::rpc::trace::now_ns();
+                let ended = crate::util::clock::now_ns();
                 for (name, launched) in std::mem::take(&mut *crate::util::sync::lock(&self.traced_kernels)) {
                     trace.kernel(device.index, &name, launched, ended);
                 }

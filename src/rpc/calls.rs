@@ -28,6 +28,8 @@ pub struct CallSlot {
     /// Odd while a call is served; goes up by one at each start and end, so that a call is named by
     /// its serial once.
     serial: AtomicU64,
+    /// When the call was seen ([`crate::util::clock::now_ns`]), or 0 when the clock was not read.
+    began_ns: AtomicU64,
 }
 
 /// A call in progress, as read from a slot.
@@ -41,6 +43,8 @@ pub struct Call {
     pub opcode: u16,
     /// Distinguishes it from the slot's other calls.
     pub serial: u64,
+    /// When it was seen, when the clock was read for it (statistics, trace or watchdog asked).
+    pub began_ns: Option<u64>,
 }
 
 impl CallSlot {
@@ -52,6 +56,7 @@ impl CallSlot {
             port: self.port.load(Ordering::Relaxed),
             opcode: self.opcode.load(Ordering::Relaxed) as u16,
             serial,
+            began_ns: Some(self.began_ns.load(Ordering::Relaxed)).filter(|&ns| ns != 0),
         })
     }
 
@@ -91,6 +96,8 @@ struct Serving {
     counting: bool,
     /// Bytes the call moved to the host and to the device, so far.
     moved: (u64, u64),
+    /// When the call was seen, when the clock was read for it.
+    began_ns: Option<u64>,
 }
 
 /// A thread that serves nothing.
@@ -98,6 +105,7 @@ const IDLE: Serving = Serving {
     device: None,
     counting: false,
     moved: (0, 0),
+    began_ns: None,
 };
 
 thread_local! {
@@ -145,6 +153,31 @@ pub struct Moved {
     pub to_host: u64,
     /// Bytes it got from the host.
     pub to_device: u64,
+    /// When it ended, when the clock was read when it began.
+    pub ended_ns: Option<u64>,
+}
+
+/// A call that lasted at least the watchdog's limit (`OMPRPC_WATCHDOG_MS`), as it ended: the watchdog
+/// says when it finished, with the time the statistics count, even when it ended just before exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowCall {
+    /// The slot that showed it (its address), with the call's serial: the watchdog's name for it.
+    pub slot: usize,
+    /// The call, as its slot showed it.
+    pub call: Call,
+    /// When it ended.
+    pub ended_ns: u64,
+}
+
+/// The slow calls that ended since the watchdog last asked. A forked child keeps its own.
+fn finished_slow() -> &'static Mutex<Vec<SlowCall>> {
+    static FINISHED: PerProcess<Mutex<Vec<SlowCall>>> = PerProcess::new();
+    FINISHED.get_or_make(|| Mutex::new(Vec::new()), |_| {})
+}
+
+/// Takes the slow calls that ended since the last time, in the order they ended.
+pub fn take_finished_slow() -> Vec<SlowCall> {
+    std::mem::take(&mut *lock(finished_slow()))
 }
 
 fn take_slot() -> &'static CallSlot {
@@ -179,22 +212,23 @@ pub struct Outer {
     serving: Serving,
 }
 
-/// Marks the start of serving `opcode` on `port` of `device` on this thread, counting the bytes the
-/// call moves when `count_bytes` (the statistics are on); returns what the thread was serving, for
-/// [`end`].
-pub fn begin(device: usize, port: u32, opcode: u16, count_bytes: bool) -> Outer {
+/// Marks the start of serving `opcode` on `port` of `device` on this thread, seen at `began_ns` (when
+/// the clock was read for it), counting the bytes the call moves when `count_bytes` (the statistics
+/// are on); returns what the thread was serving, for [`end`].
+pub fn begin(device: usize, port: u32, opcode: u16, count_bytes: bool, began_ns: Option<u64>) -> Outer {
     let serving = SERVING
         .try_with(|s| {
             s.replace(Serving {
                 device: Some(device),
                 counting: count_bytes,
                 moved: (0, 0),
+                began_ns,
             })
         })
         .unwrap_or(IDLE);
     let call = with_slot(|slot| {
         let outer = slot.current();
-        show(slot, device, port, opcode);
+        show(slot, device, port, opcode, began_ns);
         outer
     })
     .flatten();
@@ -202,21 +236,48 @@ pub fn begin(device: usize, port: u32, opcode: u16, count_bytes: bool) -> Outer 
 }
 
 /// Marks the end of this thread's call; shows again what `outer` was serving; returns what the
-/// call moved (nothing, unless [`begin`] was asked to count).
+/// call moved (nothing, unless [`begin`] was asked to count) and when it ended (when the clock was
+/// read when it began). A call that lasted the watchdog's limit or longer is kept for the watchdog.
 pub fn end(outer: Outer) -> Moved {
-    with_slot(|slot| match outer.call {
-        Some(call) => show(slot, call.device, call.port, call.opcode),
-        None => slot.idle(),
+    let inner = SERVING.try_with(|s| s.replace(outer.serving)).unwrap_or(IDLE);
+    let ended_ns = inner.began_ns.map(|_| crate::util::clock::now_ns());
+    with_slot(|slot| {
+        if let (Some(call), Some(ended_ns)) = (slot.current(), ended_ns) {
+            keep_if_slow(slot, call, ended_ns);
+        }
+        match outer.call {
+            Some(call) => show(slot, call.device, call.port, call.opcode, call.began_ns),
+            None => slot.idle(),
+        }
     });
-    let (to_host, to_device) = SERVING.try_with(|s| s.replace(outer.serving).moved).unwrap_or_default();
-    Moved { to_host, to_device }
+    Moved {
+        to_host: inner.moved.0,
+        to_device: inner.moved.1,
+        ended_ns,
+    }
+}
+
+/// Keeps `call`, which ended at `ended_ns`, for the watchdog when it lasted its limit or longer.
+fn keep_if_slow(slot: &'static CallSlot, call: Call, ended_ns: u64) {
+    let Some(limit) = crate::util::config::host_services().watchdog else {
+        return;
+    };
+    let lasted = call.began_ns.map_or(0, |began| ended_ns.saturating_sub(began));
+    if u128::from(lasted) >= limit.as_nanos() {
+        lock(finished_slow()).push(SlowCall {
+            slot: slot as *const CallSlot as usize,
+            call,
+            ended_ns,
+        });
+    }
 }
 
 /// Shows a new call in `slot` (only its own thread writes it: no read-modify-write needed).
-fn show(slot: &CallSlot, device: usize, port: u32, opcode: u16) {
+fn show(slot: &CallSlot, device: usize, port: u32, opcode: u16, began_ns: Option<u64>) {
     slot.device.store(device, Ordering::Relaxed);
     slot.port.store(port, Ordering::Relaxed);
     slot.opcode.store(u32::from(opcode), Ordering::Relaxed);
+    slot.began_ns.store(began_ns.unwrap_or(0), Ordering::Relaxed);
     let serial = slot.serial.load(Ordering::Relaxed);
     // Odd: a call; a new serial even if the slot showed one already (an outer call shown again).
     slot.serial.store((serial + 1) | 1, Ordering::Release);
@@ -235,7 +296,7 @@ mod tests {
     fn a_slot_shows_its_call_to_other_threads_and_is_reused_after_its_thread_ends() {
         let (slot, seen) = std::thread::spawn(|| {
             let slot = my_slot() as *const CallSlot as usize;
-            let outer = begin(4, 17, 0x8001, true);
+            let outer = begin(4, 17, 0x8001, true, None);
             assert_eq!(device_being_served(), Some(4));
             moved_to_host(|| 64);
             moved_to_device(|| 8);
@@ -247,12 +308,12 @@ mod tests {
             let moved = end(outer);
             assert_eq!((moved.to_host, moved.to_device), (64, 8));
             assert_eq!(my_slot().current(), None);
-            let first = begin(4, 17, 0x8001, true);
+            let first = begin(4, 17, 0x8001, true, None);
             moved_to_host(|| 1);
             let serial = my_slot().current().unwrap().serial;
             assert_ne!(serial, seen.serial, "a new call has a new serial");
             // A handler that serves again on its thread: the inner call shows, then the outer again.
-            let inner = begin(5, 2, 0x8002, true);
+            let inner = begin(5, 2, 0x8002, true, None);
             moved_to_host(|| 10);
             assert_eq!(my_slot().current().unwrap().device, 5);
             assert_eq!(end(inner).to_host, 10);
@@ -262,13 +323,14 @@ mod tests {
             assert_eq!(end(first).to_host, 1, "the outer call's bytes are its own");
             assert_eq!(my_slot().current(), None);
             assert_eq!(device_being_served(), None);
-            let uncounted = begin(4, 17, 0x8001, false);
+            let uncounted = begin(4, 17, 0x8001, false, None);
             moved_to_host(|| unreachable!("bytes are not counted"));
             assert_eq!(
                 end(uncounted),
                 Moved {
                     to_host: 0,
-                    to_device: 0
+                    to_device: 0,
+                    ended_ns: None
                 }
             );
             (slot, seen)

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::ffi::{self, opcode};
 use super::heap::{DeviceHeap, Freed};
@@ -127,22 +127,6 @@ const RECENT_PORTS: usize = 8;
 const SCAN_PART: usize = 64;
 /// No port.
 const NO_PORT: u32 = u32::MAX;
-
-/// Whether `OMPRPC_RPC_SERVE=scan` asks for libc's whole-server scan (to compare the two in
-/// benchmarks); any other value, or none, serves port by port.
-fn whole_server_scan_requested() -> bool {
-    static SCAN: OnceLock<bool> = OnceLock::new();
-    *SCAN.get_or_init(|| match std::env::var("OMPRPC_RPC_SERVE").as_deref().map(str::trim) {
-        Ok("scan") => true,
-        Ok("" | "port") | Err(_) => false,
-        Ok(other) => {
-            log::error(format_args!(
-                "OMPRPC_RPC_SERVE='{other}' is not 'port' or 'scan'; serving port by port"
-            ));
-            false
-        }
-    })
-}
 
 // SAFETY: `raw` and `mailbox` refer to memory owned by this server for its whole life; libc's server
 // allows several threads to serve one device (per-port locks), and its callback map is only changed
@@ -351,7 +335,8 @@ impl RpcServer {
             ports: ports as usize,
             lanes: lane_size as usize,
         };
-        let port_by_port = !whole_server_scan_requested() && window::libc_layout_matches(raw, mailbox as usize, layout);
+        let port_by_port = crate::util::config::host_services().serve == crate::util::config::ServeMode::PortByPort
+            && window::libc_layout_matches(raw, mailbox as usize, layout);
         let server = Arc::new(RpcServer {
             device,
             raw,
@@ -566,7 +551,7 @@ impl RpcServer {
     /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
     /// `OMPRPC_TRACE`).
     fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, moved: super::calls::Moved) {
-        let ended = super::trace::now_ns();
+        let ended = moved.ended_ns.unwrap_or_else(crate::util::clock::now_ns);
         if super::stats::enabled() {
             super::stats::global().record(&super::stats::Call {
                 device: self.device,
@@ -582,10 +567,11 @@ impl RpcServer {
         }
     }
 
-    /// When a call was seen, for the statistics and the trace; `None` (and no clock read) when
-    /// neither is asked for.
+    /// When a call was seen, for the statistics, the trace and the watchdog; `None` (and no clock
+    /// read) when none is asked for.
     fn seen_at() -> Option<u64> {
-        (super::stats::enabled() || super::trace::enabled()).then(super::trace::now_ns)
+        let settings = crate::util::config::host_services();
+        (settings.stats || settings.trace.is_some() || settings.watchdog.is_some()).then(crate::util::clock::now_ns)
     }
 
     /// The mask of active lanes in port `i`'s header.
@@ -720,7 +706,7 @@ impl RpcServer {
         let began = Self::seen_at();
         // Read before serving: the header is the client's again once the reply is sent.
         let lanes = began.map_or(0, |_| self.lane_mask_of(port).count_ones());
-        let outer = super::calls::begin(self.device, port as u32, opcode, super::stats::enabled());
+        let outer = super::calls::begin(self.device, port as u32, opcode, super::stats::enabled(), began);
         let status = serve();
         let moved = super::calls::end(outer);
         if let Some(began) = began {

@@ -10,16 +10,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
 
 use super::ffi::opcode;
-use crate::util::log;
 use crate::util::sync::{lock, PerProcess};
-
-/// The setting that turns statistics on.
-const SETTING: &str = "OMPRPC_STATS";
 
 /// Shards that recording threads are dealt; more threads than this share them.
 const SHARDS: usize = 16;
@@ -30,31 +26,9 @@ const MAX_TRACKED_LATENCY_NS: u64 = 3_600 * 1_000_000_000;
 /// Significant decimal digits the latency histograms keep.
 const LATENCY_DIGITS: u8 = 3;
 
-/// Whether `OMPRPC_STATS` asks for statistics. The environment is read once, so serving code may ask
-/// on every host call.
+/// Whether `OMPRPC_STATS` asks for statistics; cheap enough to ask on every host call.
 pub fn enabled() -> bool {
-    static ENABLED: OnceLock<bool> = OnceLock::new();
-    *ENABLED.get_or_init(|| {
-        let Some(raw) = std::env::var_os(SETTING) else {
-            return false;
-        };
-        let text = raw.to_string_lossy();
-        parse_enabled(&text).unwrap_or_else(|| {
-            log::error(format_args!(
-                "{SETTING}='{text}' is not one of 1, true, yes, on, 0, false, no, off; statistics stay off"
-            ));
-            false
-        })
-    })
-}
-
-/// Reads a value of `OMPRPC_STATS`: `Some(true)` or `Some(false)`, or `None` when it means neither.
-fn parse_enabled(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "" | "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
+    crate::util::config::host_services().stats
 }
 
 /// One host call served, as the serving code measured it.
@@ -340,19 +314,6 @@ mod tests {
     /// Whether `value` is within the histogram's relative precision (3 digits) of `want`.
     fn close(value: u64, want: u64) -> bool {
         value.abs_diff(want) as f64 <= want as f64 * 1e-3
-    }
-
-    #[test]
-    fn setting_values() {
-        for text in ["1", "true", "YES", " on ", "True"] {
-            assert_eq!(parse_enabled(text), Some(true), "{text:?}");
-        }
-        for text in ["", "0", "false", "No", "OFF", "  "] {
-            assert_eq!(parse_enabled(text), Some(false), "{text:?}");
-        }
-        for text in ["2", "enabled", "y", "1x"] {
-            assert_eq!(parse_enabled(text), None, "{text:?}");
-        }
     }
 
     #[test]

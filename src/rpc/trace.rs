@@ -12,42 +12,22 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 use crate::util::log;
 use crate::util::sync::{fork_generation, lock, PerProcess};
 
 /// The setting that names the trace file.
 const SETTING: &str = "OMPRPC_TRACE";
-/// The setting that sizes the ring of events.
-const EVENTS_SETTING: &str = "OMPRPC_TRACE_EVENTS";
-/// Events kept unless `OMPRPC_TRACE_EVENTS` says otherwise (32 MB).
-const DEFAULT_EVENTS: usize = 1_000_000;
-/// The most events `OMPRPC_TRACE_EVENTS` may ask for (3.2 GB), so that a typo cannot exhaust memory.
-const MAX_EVENTS: usize = 100_000_000;
 
-/// The file that `OMPRPC_TRACE` names, read once; `None` when unset or empty (no tracing).
+/// The file that `OMPRPC_TRACE` names; `None` when unset or empty (no tracing).
 pub fn path() -> Option<&'static Path> {
-    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PATH.get_or_init(|| {
-        std::env::var_os(SETTING)
-            .filter(|path| !path.is_empty())
-            .map(PathBuf::from)
-    })
-    .as_deref()
+    crate::util::config::host_services().trace.as_deref()
 }
 
 /// Whether host calls are traced; cheap enough to ask on every host call.
 pub fn enabled() -> bool {
     path().is_some()
-}
-
-/// Nanoseconds since the first time any code asked, the clock of every event.
-pub fn now_ns() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let elapsed = EPOCH.get_or_init(Instant::now).elapsed();
-    u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// What a recorded span was.
@@ -290,30 +270,13 @@ fn write_json_string(out: &mut impl Write, text: &str) -> io::Result<()> {
     out.write_all(b"\"")
 }
 
-/// The size of the ring from an `OMPRPC_TRACE_EVENTS` value (`None` when unset); an invalid value is
-/// reported and the default kept.
-fn capacity_from_setting(text: Option<&str>) -> usize {
-    crate::util::config::count_setting(
-        &|_| text.map(str::to_owned),
-        EVENTS_SETTING,
-        DEFAULT_EVENTS,
-        1,
-        MAX_EVENTS,
-    )
-}
-
 /// The trace of this process, when `OMPRPC_TRACE` asks for one. A forked child traces its own calls
 /// (the parent's events, and any lock a parent's thread held at the fork, stay with the parent).
 pub fn global() -> Option<&'static Trace> {
     static GLOBAL: PerProcess<Option<Trace>> = PerProcess::new();
     GLOBAL
         .get_or_make(
-            || {
-                enabled().then(|| {
-                    let setting = std::env::var_os(EVENTS_SETTING).map(|text| text.to_string_lossy().into_owned());
-                    Trace::with_capacity(capacity_from_setting(setting.as_deref()))
-                })
-            },
+            || enabled().then(|| Trace::with_capacity(crate::util::config::host_services().trace_events)),
             |_| {},
         )
         .as_ref()
@@ -487,11 +450,11 @@ mod tests {
     #[test]
     fn host_call_lies_inside_its_kernel() {
         let trace = Trace::with_capacity(10);
-        let launch = now_ns();
-        let request = now_ns();
+        let launch = crate::util::clock::now_ns();
+        let request = crate::util::clock::now_ns();
         std::thread::sleep(std::time::Duration::from_micros(50));
-        let reply = now_ns();
-        let completion = now_ns();
+        let reply = crate::util::clock::now_ns();
+        let completion = crate::util::clock::now_ns();
         assert!(launch <= request && request < reply && reply <= completion);
         trace.host_call(2, 0, opcode::FREE, request, reply);
         trace.kernel(2, "worker", launch, completion);
@@ -553,15 +516,6 @@ mod tests {
         assert_eq!(Micros(1).to_string(), "0.001");
         assert_eq!(Micros(1_234_567).to_string(), "1234.567");
         assert_eq!(Micros(u64::MAX).to_string(), "18446744073709551.615");
-    }
-
-    #[test]
-    fn ring_size_setting() {
-        assert_eq!(capacity_from_setting(None), DEFAULT_EVENTS);
-        assert_eq!(capacity_from_setting(Some(" 5000 ")), 5_000);
-        assert_eq!(capacity_from_setting(Some("0")), DEFAULT_EVENTS);
-        assert_eq!(capacity_from_setting(Some("lots")), DEFAULT_EVENTS);
-        assert_eq!(capacity_from_setting(Some("1000000000")), DEFAULT_EVENTS);
     }
 
     #[test]

@@ -1,39 +1,27 @@
 //! `OMPRPC_WATCHDOG_MS=N`: while the program runs, say which host call has been open longer than N ms
-//! (measured from when the watchdog, which looks every N/4 ms, first saw it)
 //! (device, port, opcode, how long, and for a user opcode which handler), once per call and again
 //! when it finishes; and say when a device has called the host and no thread has picked the call up
 //! for N ms (no serving thread alive, or every one held up), the hang upstream LLVM shipped twice.
 //! This is the message a user needs when a kernel seems to hang in a host call.
+//!
+//! The watchdog looks every N/4 ms, and once more at exit ([`finish`]), so that a slow call that
+//! ended just before the program did is still said. Durations are those the statistics count: from
+//! when the call was seen to when its reply was written ([`calls::SlowCall`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
+
+use std::sync::Mutex;
 
 use super::calls::{self, CallSlot};
 use super::{ffi, registry, service};
 use crate::util::log;
-use crate::util::sync::fork_generation;
+use crate::util::sync::{fork_generation, lock, PerProcess};
 
-/// The limit `OMPRPC_WATCHDOG_MS` sets, if any (read once).
+/// The limit `OMPRPC_WATCHDOG_MS` sets, if any.
 pub fn limit() -> Option<Duration> {
-    static LIMIT: OnceLock<Option<Duration>> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        let text = std::env::var("OMPRPC_WATCHDOG_MS").ok()?;
-        let parsed = parse_limit(&text);
-        if parsed.is_none() && !text.trim().is_empty() {
-            log::error(format_args!(
-                "OMPRPC_WATCHDOG_MS='{text}' is not a number of milliseconds from 1 to 86400000; no watchdog"
-            ));
-        }
-        parsed
-    })
-}
-
-/// Parses a limit in milliseconds (1 ms to a day).
-pub fn parse_limit(text: &str) -> Option<Duration> {
-    let ms: u64 = text.trim().parse().ok()?;
-    (1..=86_400_000).contains(&ms).then(|| Duration::from_millis(ms))
+    crate::util::config::host_services().watchdog
 }
 
 /// Starts the watchdog thread when a limit is set, once per process (a forked child, which the
@@ -52,19 +40,36 @@ pub fn start() {
     }
     let spawned = std::thread::Builder::new()
         .name("omprpc-watchdog".into())
-        .spawn(move || {
-            let mut watchdog = Watchdog::new(limit);
-            loop {
-                std::thread::sleep(watchdog.tick());
-                for line in watchdog.look() {
-                    log::watchdog(line);
-                }
-            }
+        .spawn(move || loop {
+            std::thread::sleep(Watchdog::new(limit).tick());
+            look_and_say(limit);
         });
     if let Err(e) = spawned {
         log::error(format_args!(
             "OMPRPC_WATCHDOG_MS is set but its thread could not start: {e}"
         ));
+    }
+}
+
+/// What the watchdog of this process remembers (a forked child starts afresh).
+fn state() -> &'static Mutex<Option<Watchdog>> {
+    static STATE: PerProcess<Mutex<Option<Watchdog>>> = PerProcess::new();
+    STATE.get_or_make(|| Mutex::new(None), |_| {})
+}
+
+/// Looks once and says what there is to say, under the watchdog's lock, so that lines come in order.
+fn look_and_say(limit: Duration) {
+    let mut state = lock(state());
+    for line in state.get_or_insert_with(|| Watchdog::new(limit)).look() {
+        log::watchdog(line);
+    }
+}
+
+/// The program ends: one last look, so that a slow call that finished since the last one, or one
+/// still open, is said. Called once, at exit, by [`super::report_at_exit`].
+pub fn finish() {
+    if let Some(limit) = limit() {
+        look_and_say(limit);
     }
 }
 
@@ -84,8 +89,12 @@ struct Seen {
     device: usize,
     port: u32,
     opcode: u16,
-    /// When the watchdog first saw it (its age is known to within a look).
-    first_ns: u64,
+    /// When it was seen: by the serving thread (exact), or, when that thread read no clock, by the
+    /// watchdog's first look.
+    began_ns: u64,
+    /// Whether its end will be told by [`calls::take_finished_slow`] (the serving thread read the
+    /// clock), so that the watchdog waits for that instead of guessing.
+    timed: bool,
     reported: bool,
 }
 
@@ -122,7 +131,7 @@ impl Watchdog {
 
     /// [`Watchdog::look`], with the requests of `servers`.
     pub fn look_at(&mut self, servers: &[std::sync::Arc<super::server::RpcServer>]) -> Vec<String> {
-        let now = super::trace::now_ns();
+        let now = crate::util::clock::now_ns();
         let mut lines = Vec::new();
         let mut being_served = HashSet::new();
         let mut still_open = HashSet::new();
@@ -136,10 +145,11 @@ impl Watchdog {
                     device: call.device,
                     port: call.port,
                     opcode: call.opcode,
-                    first_ns: now,
+                    began_ns: call.began_ns.unwrap_or(now),
+                    timed: call.began_ns.is_some(),
                     reported: false,
                 });
-                let open_ns = now.saturating_sub(seen.first_ns);
+                let open_ns = now.saturating_sub(seen.began_ns);
                 if open_ns >= self.limit_ns && !seen.reported {
                     seen.reported = true;
                     lines.push(format!(
@@ -152,8 +162,37 @@ impl Watchdog {
                 }
             }
         }
+        // Taken after the slots were read: a call that ended in between is in this list.
+        for slow in calls::take_finished_slow() {
+            let call = slow.call;
+            let lasted_ms = slow.ended_ns.saturating_sub(call.began_ns.unwrap_or(slow.ended_ns)) / 1_000_000;
+            let reported = self
+                .serving
+                .remove(&(slow.slot, call.serial))
+                .is_some_and(|seen| seen.reported);
+            lines.push(if reported {
+                format!(
+                    "device {} port {}: host call {} finished after {lasted_ms} ms",
+                    call.device,
+                    call.port,
+                    describe_opcode(call.opcode)
+                )
+            } else {
+                format!(
+                    "device {} port {}: host call {} took {lasted_ms} ms (more than OMPRPC_WATCHDOG_MS={})",
+                    call.device,
+                    call.port,
+                    describe_opcode(call.opcode),
+                    self.limit_ns / 1_000_000
+                )
+            });
+        }
         self.serving.retain(|key, call| {
             if still_open.contains(key) {
+                return true;
+            }
+            if call.timed && call.reported {
+                // Its end is on its way from the serving thread; say it with its own duration.
                 return true;
             }
             if call.reported {
@@ -162,7 +201,7 @@ impl Watchdog {
                     call.device,
                     call.port,
                     describe_opcode(call.opcode),
-                    now.saturating_sub(call.first_ns) / 1_000_000
+                    now.saturating_sub(call.began_ns) / 1_000_000
                 ));
             }
             false
@@ -333,13 +372,5 @@ mod tests {
         assert!(lines[0].contains("and nothing serves it: "), "{}", lines[0]);
         drop((device, servers));
         server.shutdown().unwrap();
-    }
-
-    #[test]
-    fn limits_parse_as_milliseconds() {
-        assert_eq!(parse_limit(" 250 "), Some(Duration::from_millis(250)));
-        assert_eq!(parse_limit("0"), None);
-        assert_eq!(parse_limit("ten"), None);
-        assert_eq!(parse_limit("86400001"), None);
     }
 }

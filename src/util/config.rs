@@ -229,6 +229,113 @@ impl Config {
     }
 }
 
+/// How host calls are served: port by port through windows (the default), or by libc's whole-server
+/// scan (`OMPRPC_RPC_SERVE=scan`, to compare the two in benchmarks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServeMode {
+    /// One port at a time, through a window of libc's server onto that port.
+    PortByPort,
+    /// libc's own scan of every port of a server.
+    WholeServerScan,
+}
+
+/// Events the trace keeps unless `OMPRPC_TRACE_EVENTS` says otherwise (32 MB).
+pub const DEFAULT_TRACE_EVENTS: usize = 1_000_000;
+/// The most events `OMPRPC_TRACE_EVENTS` may ask for (3.2 GB), so that a typo cannot exhaust memory.
+pub const MAX_TRACE_EVENTS: usize = 100_000_000;
+/// The longest `OMPRPC_WATCHDOG_MS` (a day).
+pub const MAX_WATCHDOG_MS: u64 = 86_400_000;
+
+/// The settings of host services. Unlike [`Config`] (one per plugin) they are the process's, as the
+/// statistics, the trace, the watchdog and the serving threads are: read once, by [`host_services`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostServiceSettings {
+    /// `OMPRPC_STATS`: print per-opcode statistics of host calls at exit.
+    pub stats: bool,
+    /// `OMPRPC_TRACE`: the file a timeline of host calls is written to at exit.
+    pub trace: Option<std::path::PathBuf>,
+    /// `OMPRPC_TRACE_EVENTS`: events the trace keeps (the newest).
+    pub trace_events: usize,
+    /// `OMPRPC_WATCHDOG_MS`: report host calls open longer than this.
+    pub watchdog: Option<std::time::Duration>,
+    /// `OMPRPC_RPC_SERVE`: how requests are served.
+    pub serve: ServeMode,
+}
+
+impl HostServiceSettings {
+    /// Reads the settings through `lookup`; an invalid value is reported once and the default kept.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> HostServiceSettings {
+        let stats = lookup("OMPRPC_STATS").is_some_and(|text| {
+            parse_switch(&text).unwrap_or_else(|| {
+                log::error(format_args!(
+                    "OMPRPC_STATS='{text}' is not one of 1, true, yes, on, 0, false, no, off; statistics stay off"
+                ));
+                false
+            })
+        });
+        let watchdog = lookup("OMPRPC_WATCHDOG_MS").and_then(|text| {
+            let parsed = parse_watchdog_ms(&text);
+            if parsed.is_none() && !text.trim().is_empty() {
+                log::error(format_args!(
+                    "OMPRPC_WATCHDOG_MS='{text}' is not a number of milliseconds from 1 to {MAX_WATCHDOG_MS}; no watchdog"
+                ));
+            }
+            parsed
+        });
+        let serve = match lookup("OMPRPC_RPC_SERVE").as_deref().map(str::trim) {
+            Some("scan") => ServeMode::WholeServerScan,
+            Some("" | "port") | None => ServeMode::PortByPort,
+            Some(other) => {
+                log::error(format_args!(
+                    "OMPRPC_RPC_SERVE='{other}' is not 'port' or 'scan'; serving port by port"
+                ));
+                ServeMode::PortByPort
+            }
+        };
+        HostServiceSettings {
+            stats,
+            trace: lookup("OMPRPC_TRACE")
+                .filter(|path| !path.is_empty())
+                .map(std::path::PathBuf::from),
+            trace_events: count_setting(
+                &lookup,
+                "OMPRPC_TRACE_EVENTS",
+                DEFAULT_TRACE_EVENTS,
+                1,
+                MAX_TRACE_EVENTS,
+            ),
+            watchdog,
+            serve,
+        }
+    }
+}
+
+/// The host-service settings of this process, read from its environment the first time they are
+/// asked for; cheap enough to ask on every host call.
+pub fn host_services() -> &'static HostServiceSettings {
+    static SETTINGS: std::sync::OnceLock<HostServiceSettings> = std::sync::OnceLock::new();
+    SETTINGS.get_or_init(|| {
+        HostServiceSettings::from_lookup(|name| std::env::var_os(name).map(|text| text.to_string_lossy().into_owned()))
+    })
+}
+
+/// Reads an on/off switch: `Some(true)` or `Some(false)`, or `None` when it means neither.
+fn parse_switch(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "" | "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Reads a watchdog limit in milliseconds (1 ms to a day).
+fn parse_watchdog_ms(text: &str) -> Option<std::time::Duration> {
+    let ms: u64 = text.trim().parse().ok()?;
+    (1..=MAX_WATCHDOG_MS)
+        .contains(&ms)
+        .then(|| std::time::Duration::from_millis(ms))
+}
+
 /// A setting with no default value: `None` when unset or invalid (an invalid value is reported, saying
 /// that `fallback` applies instead).
 fn optional_count(
@@ -250,7 +357,7 @@ fn optional_count(
     }
 }
 
-pub(crate) fn count_setting(
+fn count_setting(
     lookup: &impl Fn(&str) -> Option<String>,
     name: &str,
     default: usize,
@@ -296,6 +403,50 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(BackendKind::from_plugin_file_name(name), want, "{name}");
         }
+    }
+
+    #[test]
+    fn host_service_settings_keep_defaults_on_bad_values() {
+        use std::time::Duration;
+        let read = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            HostServiceSettings::from_lookup(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        };
+        let unset = read(&[]);
+        assert!(!unset.stats && unset.trace.is_none() && unset.watchdog.is_none());
+        assert_eq!(
+            (unset.trace_events, unset.serve),
+            (DEFAULT_TRACE_EVENTS, ServeMode::PortByPort)
+        );
+        for on in ["1", "true", "YES", " on "] {
+            assert!(read(&[("OMPRPC_STATS", on)]).stats, "{on:?}");
+        }
+        for off in ["", "0", "false", "No", "off", "2", "enabled"] {
+            assert!(!read(&[("OMPRPC_STATS", off)]).stats, "{off:?}");
+        }
+        assert_eq!(parse_switch("2"), None);
+        assert_eq!(
+            read(&[("OMPRPC_WATCHDOG_MS", " 250 ")]).watchdog,
+            Some(Duration::from_millis(250))
+        );
+        for bad in ["0", "ten", "86400001", ""] {
+            assert_eq!(read(&[("OMPRPC_WATCHDOG_MS", bad)]).watchdog, None, "{bad:?}");
+        }
+        assert_eq!(read(&[("OMPRPC_TRACE_EVENTS", " 5000 ")]).trace_events, 5_000);
+        for bad in ["0", "lots", "1000000000"] {
+            assert_eq!(
+                read(&[("OMPRPC_TRACE_EVENTS", bad)]).trace_events,
+                DEFAULT_TRACE_EVENTS,
+                "{bad:?}"
+            );
+        }
+        assert_eq!(read(&[("OMPRPC_TRACE", "")]).trace, None);
+        assert_eq!(
+            read(&[("OMPRPC_TRACE", "t.json")]).trace.as_deref(),
+            Some(std::path::Path::new("t.json"))
+        );
+        assert_eq!(read(&[("OMPRPC_RPC_SERVE", "scan")]).serve, ServeMode::WholeServerScan);
+        assert_eq!(read(&[("OMPRPC_RPC_SERVE", "scanning")]).serve, ServeMode::PortByPort);
     }
 
     #[test]
