@@ -52,4 +52,4 @@ fn main() {
 }
 
 /// The stdio functions of libc's RPC server that take a device's stream (shared with the crate).
-const STDIO_WRAPPED: [&str; 15] = include!("src/rpc/wrapped_stdio.in");
+const STDIO_WRAPPED: [&str; 15] = include!("src/rpc/services/wrapped_stdio.in");

@@ -13,10 +13,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use omprpc::rpc::port::{Packet, Port};
-use omprpc::rpc::registry::{self, UserHandler};
-use omprpc::rpc::server::RpcServer;
-use omprpc::rpc::service;
+use omprpc::rpc::protocol::port::{Packet, Port};
+use omprpc::rpc::serving::registry::{self, UserHandler};
+use omprpc::rpc::serving::server::RpcServer;
+use omprpc::rpc::serving::threads;
 use omprpc::rpc::simulated::{SimulatedDevice, SimulatedWarp};
 use omprpc::rpc::HostMemory;
 
@@ -53,7 +53,7 @@ fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize, warps: usize)
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
     let device = SimulatedDevice::new(Arc::clone(&server));
     registry::add_server(Arc::clone(&server)).unwrap();
-    service::kernel_started().unwrap();
+    threads::kernel_started().unwrap();
     let per_warp = calls / warps;
     // Every warp makes `each` calls, all at once.
     let run_warps = |each: usize| {
@@ -77,7 +77,7 @@ fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize, warps: usize)
     let start = Instant::now();
     run_warps(per_warp);
     let ns = start.elapsed().as_nanos() as f64 / (per_warp * warps) as f64;
-    service::kernels_finished(1);
+    threads::kernels_finished(1);
     drop(device);
     registry::remove_server(&server).unwrap();
     server.shutdown().unwrap();

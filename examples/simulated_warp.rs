@@ -16,10 +16,10 @@
 use std::ffi::CStr;
 use std::sync::Arc;
 
-use omprpc::rpc::port::{Packet, Port};
-use omprpc::rpc::registry::{self, UserHandler};
-use omprpc::rpc::server::RpcServer;
-use omprpc::rpc::service;
+use omprpc::rpc::protocol::port::{Packet, Port};
+use omprpc::rpc::serving::registry::{self, UserHandler};
+use omprpc::rpc::serving::server::RpcServer;
+use omprpc::rpc::serving::threads;
 use omprpc::rpc::simulated::{LanePrintf, SimulatedDevice, SimulatedWarp};
 use omprpc::rpc::HostMemory;
 
@@ -85,7 +85,7 @@ fn main() {
     let device = SimulatedDevice::new(Arc::clone(&server));
     registry::add_server(Arc::clone(&server)).unwrap();
     // The "kernel" is running: the serving thread polls until it ends.
-    service::kernel_started().unwrap();
+    threads::kernel_started().unwrap();
     let warp = SimulatedWarp::new(&device, 3);
     let mask = lane_mask(&warp, scenario);
     let active = |lane: usize| mask & (1 << lane) != 0;
@@ -162,7 +162,7 @@ fn main() {
             std::process::exit(2);
         }
     }
-    service::kernels_finished(1);
+    threads::kernels_finished(1);
     drop(device);
     registry::remove_server(&server).unwrap();
     server.shutdown().unwrap();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use omprpc::rpc::printf::{arguments, layout, Arg};
+use omprpc::rpc::services::printf::{arguments, layout, Arg};
 use support::{build_program, check_ours_ran, run, Gpu, Plugin};
 
 /// `c_tests/libc_library.c` for a host device with one lane, or as a simulated warp of `lanes`.

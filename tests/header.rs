@@ -35,8 +35,8 @@ fn checked_in_header_matches_the_api() {
 #[cfg(feature = "rpc")]
 #[test]
 fn the_device_header_has_the_mailbox_layout() {
-    use omprpc::rpc::mailbox::{HEADER_BYTES, HEADER_OPCODE_OFFSET, PACKET_BYTES};
-    use omprpc::rpc::server::RpcServer;
+    use omprpc::rpc::protocol::mailbox::{HEADER_BYTES, HEADER_OPCODE_OFFSET, PACKET_BYTES};
+    use omprpc::rpc::serving::server::RpcServer;
     use omprpc::rpc::HostMemory;
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -72,7 +72,7 @@ fn the_device_header_has_the_mailbox_layout() {
         compared += 1;
     }
     assert_eq!(compared, 18);
-    use omprpc::rpc::ffi::opcode;
+    use omprpc::rpc::protocol::ffi::opcode;
     let own = format!("own PRINTF {} ASSERT_FAIL {}\n", opcode::PRINTF, opcode::ASSERT_FAIL);
     assert!(
         opcodes.contains(&own),

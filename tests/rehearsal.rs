@@ -1,4 +1,4 @@
-//! The serving thread's rehearsals (`omprpc::rpc::rehearsal`), which keep the serving path in the
+//! The serving thread's rehearsals (`omprpc::rpc::serving::rehearsal`), which keep the serving path in the
 //! caches during a lull: they run while a kernel that may call the host runs and nothing comes, and
 //! never while no such kernel runs. A process of its own, so that no other test's kernels start them.
 #![cfg(feature = "rpc")]
@@ -6,9 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use omprpc::rpc::rehearsal::{rehearsals, REHEARSE_EVERY};
-use omprpc::rpc::server::RpcServer;
-use omprpc::rpc::{registry, service, HostMemory};
+use omprpc::rpc::serving::rehearsal::{rehearsals, REHEARSE_EVERY};
+use omprpc::rpc::serving::server::RpcServer;
+use omprpc::rpc::serving::{registry, threads};
+use omprpc::rpc::HostMemory;
 
 /// Waits up to 10 s for `cond`.
 fn eventually(what: &str, cond: impl Fn() -> bool) {
@@ -29,11 +30,11 @@ fn rehearsals_run_only_while_a_kernel_that_may_call_the_host_runs() {
     std::thread::sleep(quiet);
     assert_eq!(rehearsals(), before, "no kernel runs: the serving thread sleeps");
 
-    service::kernel_started().unwrap();
+    threads::kernel_started().unwrap();
     eventually("rehearsals while a kernel runs and calls nothing", || {
         rehearsals() >= before + 10
     });
-    service::kernels_finished(1);
+    threads::kernels_finished(1);
 
     // The scanner notices within one round; after that nothing more.
     std::thread::sleep(Duration::from_millis(20));

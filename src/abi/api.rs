@@ -80,8 +80,8 @@ pub extern "C" fn omprpc_stats_print() -> i32 {
     guard("omprpc_stats_print", || {
         #[cfg(feature = "rpc")]
         {
-            if crate::rpc::stats::enabled() {
-                crate::rpc::stats::print();
+            if crate::rpc::observing::stats::enabled() {
+                crate::rpc::observing::stats::print();
             } else {
                 crate::util::log::error("no host-call statistics: set OMPRPC_STATS=1 to gather them");
             }

@@ -31,8 +31,8 @@ mod adapter {
     use super::*;
     use crate::abi::api::omprpc_packet;
     use crate::abi::{guard, non_null};
-    use crate::rpc::port::{Packet, Port};
-    use crate::rpc::registry::UserHandler;
+    use crate::rpc::protocol::port::{Packet, Port};
+    use crate::rpc::serving::registry::UserHandler;
 
     const _: () = assert!(size_of::<omprpc_packet>() == size_of::<Packet>());
 
@@ -152,7 +152,7 @@ mod adapter {
 /// Registers a C handler for a user opcode on every device.
 #[cfg(feature = "rpc")]
 pub fn register(opcode: u16, handler: CHandler) -> Result<()> {
-    crate::rpc::registry::register_handler(opcode, Box::new(handler))
+    crate::rpc::serving::registry::register_handler(opcode, Box::new(handler))
 }
 
 /// Without host services there is nothing to register with.

@@ -84,7 +84,7 @@ impl<B: Backend> QueueSlot<B> {
         self.rpc_kernels.fetch_add(1, Ordering::AcqRel);
         device.rpc_kernels_in_flight.fetch_add(1, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
-        if crate::rpc::trace::enabled() {
+        if crate::rpc::observing::trace::enabled() {
             let launched = crate::util::clock::now_ns();
             crate::util::sync::lock(&self.traced_kernels).push((name.to_string_lossy().into_owned(), launched));
         }
@@ -106,13 +106,13 @@ impl<B: Backend> QueueSlot<B> {
             // A kernel does not wait for its one-way calls (free, say): serve what is left before the
             // kernel is reported done, so that their effects and messages precede the program's next
             // statement (a call another thread is serving is waited for, a bounded time).
-            crate::rpc::service::serve_what_is_waiting(LAST_CALLS_WAIT);
+            crate::rpc::serving::threads::serve_what_is_waiting(LAST_CALLS_WAIT);
         }
         device.rpc_kernels_in_flight.fetch_sub(kernels, Ordering::AcqRel);
         #[cfg(feature = "rpc")]
         {
-            crate::rpc::service::kernels_finished(kernels);
-            if let Some(trace) = crate::rpc::trace::global() {
+            crate::rpc::serving::threads::kernels_finished(kernels);
+            if let Some(trace) = crate::rpc::observing::trace::global() {
                 let ended = crate::util::clock::now_ns();
                 for (name, launched) in std::mem::take(&mut *crate::util::sync::lock(&self.traced_kernels)) {
                     trace.kernel(device.index, &name, launched, ended);
@@ -231,7 +231,7 @@ pub struct Device<B: Backend> {
     /// What the device's code gets from `malloc`, shared by the servers of all its images; made by
     /// the first image that asks for host services.
     #[cfg(feature = "rpc")]
-    pub rpc_heap: Mutex<Option<std::sync::Arc<crate::rpc::heap::DeviceHeap>>>,
+    pub rpc_heap: Mutex<Option<std::sync::Arc<crate::rpc::services::heap::DeviceHeap>>>,
     /// Kernels that may call the host in flight on the device (all its queues).
     pub rpc_kernels_in_flight: AtomicUsize,
     /// Held shared by a launch of a kernel that may call the host until the kernel is counted in

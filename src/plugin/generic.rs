@@ -205,7 +205,7 @@ impl<B: Backend> Core<B> {
             // the kernel.
             let mut nap = std::time::Duration::from_micros(1);
             while !self.backend.is_idle(device.index, &slot.queue)? {
-                if crate::rpc::service::serve_others_once(|server| rpc_link::may_serve(device, server)) {
+                if crate::rpc::serving::threads::serve_others_once(|server| rpc_link::may_serve(device, server)) {
                     nap = std::time::Duration::from_micros(1);
                 } else {
                     std::thread::sleep(nap);
@@ -545,7 +545,7 @@ impl<B: Backend> PluginApi for Core<B> {
 
     fn deinit(&self) -> Result<bool> {
         #[cfg(feature = "rpc")]
-        if crate::rpc::server::this_thread_is_serving() {
+        if crate::rpc::serving::server::this_thread_is_serving() {
             // A device called `exit`, and libc's server is ending the process from this thread; the
             // kernel that called it never returns, so waiting for it would hang.
             return Ok(false);
@@ -558,7 +558,7 @@ impl<B: Backend> PluginApi for Core<B> {
         // Teardown goes ahead even if waiting failed: the process is ending either way.
         let mut first_error = self.drain().err();
         #[cfg(feature = "rpc")]
-        crate::rpc::report_at_exit();
+        crate::rpc::observing::report_at_exit();
         for device in &self.devices {
             if let Err(e) = self.teardown(device) {
                 first_error.get_or_insert(e);
@@ -738,7 +738,7 @@ impl<B: Backend> PluginApi for Core<B> {
                 rpc_link::before_host_calling_launch(device)?;
                 let gate = crate::util::sync::read(&device.rpc_launch_gate);
                 #[cfg(feature = "rpc")]
-                crate::rpc::service::kernel_started()?;
+                crate::rpc::serving::threads::kernel_started()?;
                 slot.start_rpc_kernel(device, &kernel.name);
                 Some(gate)
             } else {

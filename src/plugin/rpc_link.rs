@@ -26,7 +26,7 @@
 //! 40 ns per other image (352, 392, 484 ns) — small beside a call, for the one to three images a
 //! program has.
 //!
-//! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::heap::DeviceHeap`]),
+//! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::services::heap::DeviceHeap`]),
 //! which every image's server shares, so memory that one library's code allocated may be freed by
 //! another's.
 
@@ -89,7 +89,7 @@ impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
 #[derive(Default)]
 pub struct ImageServices {
     #[cfg(feature = "rpc")]
-    server: Option<std::sync::Arc<crate::rpc::server::RpcServer>>,
+    server: Option<std::sync::Arc<crate::rpc::serving::server::RpcServer>>,
 }
 
 /// Takes an image's server out of service and shuts it down; the device stops counting the image
@@ -100,7 +100,7 @@ pub fn detach<B: Backend>(device: &Device<B>, services: ImageServices) -> Result
         return Ok(());
     };
     device.rpc_images.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    crate::rpc::registry::remove_server(&server)?;
+    crate::rpc::serving::registry::remove_server(&server)?;
     server.shutdown()
 }
 
@@ -112,7 +112,7 @@ pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Resu
 
 /// The servers of the images loaded on `device` now.
 #[cfg(feature = "rpc")]
-pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<std::sync::Arc<crate::rpc::server::RpcServer>> {
+pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<std::sync::Arc<crate::rpc::serving::server::RpcServer>> {
     crate::util::sync::lock(&device.images)
         .iter()
         .filter_map(|image| image.services.server.clone())
@@ -123,7 +123,10 @@ pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<std::sync::Arc<crate::r
 /// images cannot be looked at now (a load or unload holds them), so that a caller that must leave the
 /// device's servers alone never waits for that lock or guesses wrong.
 #[cfg(feature = "rpc")]
-pub fn may_serve<B: Backend>(device: &Device<B>, server: &std::sync::Arc<crate::rpc::server::RpcServer>) -> bool {
+pub fn may_serve<B: Backend>(
+    device: &Device<B>,
+    server: &std::sync::Arc<crate::rpc::serving::server::RpcServer>,
+) -> bool {
     let Ok(images) = device.images.try_lock() else {
         return true;
     };
@@ -156,7 +159,7 @@ pub fn retire_servers_of_lost_device<B: Backend>(device: &Device<B>, error: &cra
         device.index
     ));
     for server in &servers {
-        if let Err(e) = crate::rpc::registry::retire_lost_device_server(server, LOST_CALLS_WAIT) {
+        if let Err(e) = crate::rpc::serving::registry::retire_lost_device_server(server, LOST_CALLS_WAIT) {
             crate::util::log::error(format_args!("device {}: {e}", device.index));
         }
     }
@@ -266,9 +269,10 @@ pub fn attach<B: Backend>(
     module: &B::Module,
     elf_image: Option<&elf::Image>,
 ) -> Result<ImageServices> {
-    use crate::rpc::mailbox::LANE_SIZES;
-    use crate::rpc::server::RpcServer;
-    use crate::rpc::{ffi, registry};
+    use crate::rpc::protocol::ffi;
+    use crate::rpc::protocol::mailbox::LANE_SIZES;
+    use crate::rpc::serving::registry;
+    use crate::rpc::serving::server::RpcServer;
     use crate::util::error::Context;
     use crate::util::log;
     use std::sync::Arc;
@@ -340,7 +344,7 @@ fn device_heap<B: Backend>(
     device: &Device<B>,
     memory: &std::sync::Arc<dyn crate::rpc::DeviceMemory>,
     limits: &crate::backend::DeviceLimits,
-) -> Result<std::sync::Arc<crate::rpc::heap::DeviceHeap>> {
+) -> Result<std::sync::Arc<crate::rpc::services::heap::DeviceHeap>> {
     use crate::util::error::Context;
     let mut slot = crate::util::sync::lock(&device.rpc_heap);
     if let Some(heap) = &*slot {
@@ -353,7 +357,7 @@ fn device_heap<B: Backend>(
         };
         core.config().rpc_heap_bytes.unwrap_or(default)
     });
-    let heap = crate::rpc::heap::DeviceHeap::new(device.index, std::sync::Arc::clone(memory), chunk)
+    let heap = crate::rpc::services::heap::DeviceHeap::new(device.index, std::sync::Arc::clone(memory), chunk)
         .context(|| format!("reserving device memory for device code's malloc ({chunk:?} bytes)"))?;
     *slot = Some(std::sync::Arc::clone(&heap));
     Ok(heap)

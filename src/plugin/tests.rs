@@ -144,7 +144,9 @@ impl FakeGpu {
         let mut world = self.world();
         let armed = world.record.enter(call);
         #[cfg(feature = "rpc")]
-        if (call.starts_with("alloc") || call.starts_with("free")) && crate::rpc::server::this_thread_is_serving() {
+        if (call.starts_with("alloc") || call.starts_with("free"))
+            && crate::rpc::serving::server::this_thread_is_serving()
+        {
             world
                 .violations
                 .push(format!("{call} while serving a host call of a running kernel"));
@@ -1122,9 +1124,9 @@ fn rpc_image(pointer: Option<&str>, lanes: Option<u32>) -> Vec<u8> {
 
 /// The servers now in service whose mailbox the client object at `object` names.
 #[cfg(feature = "rpc")]
-fn server_of(object: usize) -> Option<Arc<crate::rpc::server::RpcServer>> {
+fn server_of(object: usize) -> Option<Arc<crate::rpc::serving::server::RpcServer>> {
     let mailbox = read_device::<u64>(object + 8) as usize;
-    crate::rpc::registry::servers()
+    crate::rpc::serving::registry::servers()
         .iter()
         .find(|s| s.mailbox_address() == mailbox && mailbox != 0)
         .cloned()
@@ -1169,7 +1171,7 @@ fn each_image_gets_its_client_copied_to_its_own_object_and_a_server_of_its_own()
     core.unregister_library(&[(0x10_000, 0x10_001)]).unwrap();
     assert!(server_of(second_object).is_some(), "the other image is still served");
     assert!(
-        !crate::rpc::registry::servers()
+        !crate::rpc::serving::registry::servers()
             .iter()
             .any(|s| s.mailbox_address() == read_device::<u64>(first_object + 8) as usize),
         "the unloaded image's server is out of service"

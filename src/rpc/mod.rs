@@ -10,38 +10,14 @@
 //! [`streams`] checks every stream that libc's handlers pass to the host's C library. This module offers safe operations only; the C-callable side of user handlers
 //! lives in the ABI layer.
 
+pub mod observing;
+pub mod protocol;
 #[cfg(feature = "rpc")]
-pub mod assertion;
+pub mod services;
 #[cfg(feature = "rpc")]
-pub mod calls;
-pub mod ffi;
-#[cfg(feature = "rpc")]
-pub mod heap;
-pub mod mailbox;
-#[cfg(feature = "rpc")]
-pub mod port;
-#[cfg(feature = "rpc")]
-pub mod printf;
-#[cfg(feature = "rpc")]
-pub mod registry;
-#[cfg(feature = "rpc")]
-pub mod rehearsal;
-#[cfg(feature = "rpc")]
-pub mod server;
-#[cfg(feature = "rpc")]
-pub mod service;
+pub mod serving;
 #[cfg(all(feature = "rpc", any(test, feature = "test-doubles")))]
 pub mod simulated;
-#[cfg(feature = "rpc")]
-pub mod stats;
-#[cfg(feature = "rpc")]
-pub mod streams;
-#[cfg(feature = "rpc")]
-pub mod trace;
-#[cfg(feature = "rpc")]
-pub mod watchdog;
-#[cfg(feature = "rpc")]
-pub mod window;
 
 use std::ffi::c_void;
 
@@ -106,40 +82,6 @@ impl DeviceMemory for HostMemory {
         unsafe { libc::free(ptr) };
         Ok(())
     }
-}
-
-/// Says the watchdog's last lines (`OMPRPC_WATCHDOG_MS`), prints the statistics (`OMPRPC_STATS`) and
-/// writes the trace (`OMPRPC_TRACE`), once: at the end of the program, however it ends (plugin
-/// teardown, `exit`, a device's `exit`, a fatal RPC error).
-#[cfg(feature = "rpc")]
-pub fn report_at_exit() {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    DONE.call_once(|| {
-        watchdog::finish();
-        if stats::enabled() {
-            stats::print();
-        }
-        trace::finish();
-    });
-}
-
-/// Arranges for [`report_at_exit`] to run at `exit`, when statistics, a trace or the watchdog are
-/// asked for (a program whose runtime never tears the plugin down still gets them).
-#[cfg(feature = "rpc")]
-pub fn report_at_exit_when_asked() {
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    if !(stats::enabled() || trace::enabled() || watchdog::limit().is_some()) {
-        return;
-    }
-    REGISTERED.call_once(|| {
-        extern "C" fn at_exit() {
-            let _ = std::panic::catch_unwind(report_at_exit);
-        }
-        // SAFETY: `at_exit` is a plain function that catches every panic.
-        if unsafe { libc::atexit(at_exit) } != 0 {
-            crate::util::log::error("could not arrange for host-call statistics, the trace or the watchdog's last lines to be written at exit");
-        }
-    });
 }
 
 /// Whether this build serves host services (the `rpc` cargo feature).

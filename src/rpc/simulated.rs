@@ -9,8 +9,8 @@ use std::ffi::CStr;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::mailbox::{Layout, HEADER_OPCODE_OFFSET, PACKET_BYTES};
-use super::server::RpcServer;
+use super::protocol::mailbox::{Layout, HEADER_OPCODE_OFFSET, PACKET_BYTES};
+use super::serving::server::RpcServer;
 use crate::backend::gpu::sim_memory;
 
 /// Bytes of payload in the first packet of a byte string (the rest of it holds the size).
@@ -377,7 +377,7 @@ impl<'a> SimulatedWarp<'a> {
     pub fn printf(&self, mask: u64, calls: &[LanePrintf]) -> Vec<i32> {
         let mut port = self
             .device
-            .open(super::ffi::opcode::PRINTF_TO_STDOUT, mask, self.start_port);
+            .open(super::protocol::ffi::opcode::PRINTF_TO_STDOUT, mask, self.start_port);
         let formats: Vec<&[u8]> = calls.iter().map(|c| c.format.as_slice()).collect();
         port.send_n(&formats);
         let mut sizes = vec![0usize; self.device.lanes()];
@@ -416,7 +416,9 @@ impl<'a> SimulatedWarp<'a> {
 
     /// `malloc(sizes[lane])` from the lanes of `mask`; returns each lane's pointer.
     pub fn malloc(&self, mask: u64, sizes: &[u64]) -> Vec<u64> {
-        let mut port = self.device.open(super::ffi::opcode::MALLOC, mask, self.start_port);
+        let mut port = self
+            .device
+            .open(super::protocol::ffi::opcode::MALLOC, mask, self.start_port);
         port.send(|lane, packet| packet[0] = sizes.get(lane).copied().unwrap_or(0));
         let mut ptrs = vec![0u64; self.device.lanes()];
         port.recv(|lane, packet| ptrs[lane] = packet[0]);
@@ -426,7 +428,9 @@ impl<'a> SimulatedWarp<'a> {
 
     /// `free(ptrs[lane])` from the lanes of `mask`.
     pub fn free(&self, mask: u64, ptrs: &[u64]) {
-        let mut port = self.device.open(super::ffi::opcode::FREE, mask, self.start_port);
+        let mut port = self
+            .device
+            .open(super::protocol::ffi::opcode::FREE, mask, self.start_port);
         port.send(|lane, packet| packet[0] = ptrs.get(lane).copied().unwrap_or(0));
         port.close();
     }
@@ -452,7 +456,9 @@ impl<'a> SimulatedWarp<'a> {
 
     /// `exit(status)` from the lanes of `mask`: the host ends the process; this never returns.
     pub fn exit(&self, mask: u64, status: i32) -> ! {
-        let mut port = self.device.open(super::ffi::opcode::EXIT, mask, self.start_port);
+        let mut port = self
+            .device
+            .open(super::protocol::ffi::opcode::EXIT, mask, self.start_port);
         port.send(|_, _| {});
         port.recv(|_, _| {});
         port.send(|_, packet| packet[0] = status as u32 as u64);

@@ -483,8 +483,8 @@ struct GatedCall {
 }
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::registry::UserHandler for GatedCall {
-    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+impl crate::rpc::serving::registry::UserHandler for GatedCall {
+    fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let mut packets = port.lane_packets();
         port.recv(&mut packets).unwrap();
         self.started.lock().unwrap().send(()).unwrap();
@@ -520,7 +520,7 @@ fn cu_mem_free_waits_for_a_kernel_in_a_host_call_as_in_llvm_66817() {
         started: Mutex::new(started_tx),
         gate: Mutex::new(gate),
     };
-    crate::rpc::registry::register_handler(op, Box::new(handler)).unwrap();
+    crate::rpc::serving::registry::register_handler(op, Box::new(handler)).unwrap();
     h.register_kernel(
         &program.generic_name,
         0,

@@ -1076,8 +1076,8 @@ struct KeepString {
 }
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::registry::UserHandler for KeepString {
-    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+impl crate::rpc::serving::registry::UserHandler for KeepString {
+    fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let strings = port.recv_n().unwrap();
         *self.got.lock().unwrap() = Some(strings[0].as_slice().to_vec());
         port.send(&port.lane_packets()).unwrap();
@@ -1097,7 +1097,8 @@ pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waitin
     let h = H::start(1, &[("OMPRPC_RPC_PORTS", "8")]);
     let got = Arc::new(Mutex::new(None));
     let op_keep_string = opcode_of_its_own();
-    crate::rpc::registry::register_handler(op_keep_string, Box::new(KeepString { got: Arc::clone(&got) })).unwrap();
+    crate::rpc::serving::registry::register_handler(op_keep_string, Box::new(KeepString { got: Arc::clone(&got) }))
+        .unwrap();
     let core = h.core();
     let (program, loaded, server) = load_with_host_services(&h);
     assert!(server.serves_port_by_port(), "libc 19.1's layout, served port by port");
@@ -1138,7 +1139,9 @@ pub(crate) fn a_device_lost_in_the_middle_of_a_host_call_leaves_no_thread_waitin
     );
     assert!(server.device_lost() && !server.in_a_call());
     assert!(
-        !crate::rpc::registry::servers().iter().any(|s| Arc::ptr_eq(s, &server)),
+        !crate::rpc::serving::registry::servers()
+            .iter()
+            .any(|s| Arc::ptr_eq(s, &server)),
         "the lost device's server is out of service"
     );
     h.clear_kernels();
@@ -1153,8 +1156,8 @@ struct NoteThread {
 }
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::registry::UserHandler for NoteThread {
-    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+impl crate::rpc::serving::registry::UserHandler for NoteThread {
+    fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let mut packets = port.lane_packets();
         port.recv(&mut packets).unwrap();
         self.served_on.lock().unwrap().push(std::thread::current().id());
@@ -1183,7 +1186,7 @@ pub(crate) fn the_thread_waiting_for_a_kernel_leaves_its_host_calls_to_the_servi
     let handler = NoteThread {
         served_on: Arc::clone(&served_on),
     };
-    crate::rpc::registry::register_handler(op_note_thread, Box::new(handler)).unwrap();
+    crate::rpc::serving::registry::register_handler(op_note_thread, Box::new(handler)).unwrap();
     let core = h.core();
     let (program, loaded, server) = load_with_host_services(&h);
     h.register_kernel(
@@ -1231,7 +1234,7 @@ pub(crate) fn load_with_host_services<H: Harness>(
 ) -> (
     TestProgram,
     crate::plugin::LoadedEntries,
-    Arc<crate::rpc::server::RpcServer>,
+    Arc<crate::rpc::serving::server::RpcServer>,
 ) {
     let core = h.core();
     core.init_device(0).unwrap();
@@ -1240,7 +1243,7 @@ pub(crate) fn load_with_host_services<H: Harness>(
     entries.push(client_entry());
     let loaded = core.load_image(0, 0x1000, &program.image, &entries).unwrap();
     let blocks = h.memory_blocks();
-    let server = crate::rpc::registry::servers()
+    let server = crate::rpc::serving::registry::servers()
         .iter()
         .find(|s| blocks.iter().any(|&(start, _)| start == s.mailbox_address()))
         .cloned()
@@ -1264,8 +1267,8 @@ fn client_entry() -> HostEntry {
 struct DoubleIt;
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::registry::UserHandler for DoubleIt {
-    fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+impl crate::rpc::serving::registry::UserHandler for DoubleIt {
+    fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let mut packets = port.lane_packets();
         let n = port.recv(&mut packets).unwrap();
         for (lane, p) in packets.iter_mut().take(n as usize).enumerate() {
@@ -1282,7 +1285,7 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
     use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
     const OP_DOUBLE: u16 = 0xC0DA;
     let h = H::start(1, &[("OMPRPC_RPC_PORTS", "64")]);
-    crate::rpc::registry::register_handler(OP_DOUBLE, Box::new(DoubleIt)).unwrap();
+    crate::rpc::serving::registry::register_handler(OP_DOUBLE, Box::new(DoubleIt)).unwrap();
     let core = h.core();
     let (program, loaded, server) = load_with_host_services(&h);
     let lanes = h.lane_size() as u64;

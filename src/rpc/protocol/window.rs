@@ -19,8 +19,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::ffi;
-use super::mailbox::Layout;
+use crate::rpc::protocol::ffi;
+use crate::rpc::protocol::mailbox::Layout;
 use crate::util::error::{Error, Result};
 use crate::util::sync::{lock, PerProcess};
 use crate::util::{fault, log};

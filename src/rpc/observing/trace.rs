@@ -218,7 +218,7 @@ impl Trace {
                 Span::HostCall { port, opcode } => write!(
                     out,
                     r#"{{"ph":"X","name":"{}","cat":"host call","pid":{device},"tid":{thread},"ts":{begin},"dur":{duration},"args":{{"port":{port},"opcode":"{opcode:#06x}"}}}}"#,
-                    super::ffi::opcode::Label(opcode)
+                    crate::rpc::protocol::ffi::opcode::Label(opcode)
                 )?,
             }
         }
@@ -283,7 +283,7 @@ pub fn global() -> Option<&'static Trace> {
 }
 
 /// Writes the trace of this process to its file (a forked child's name carries its pid); called
-/// once, at exit, by [`super::report_at_exit`]. A failure is reported, never raised.
+/// once, at exit, by [`crate::rpc::observing::report_at_exit`]. A failure is reported, never raised.
 pub fn finish() {
     if let (Some(trace), Some(path)) = (global(), path()) {
         finish_at(trace, &file_of_process(path, fork_generation(), std::process::id()));
@@ -345,7 +345,7 @@ mod tests {
         assert_eq!(file_of_process(path, 1, 77), Path::new("/tmp/run/calls.77.json"));
         assert_eq!(file_of_process(Path::new("trace"), 2, 9), Path::new("trace.9"));
     }
-    use crate::rpc::ffi::opcode;
+    use crate::rpc::protocol::ffi::opcode;
     use serde_json::Value;
 
     fn parse(trace: &Trace) -> Value {

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use offset_allocator::{Allocation, Allocator};
 
-use super::DeviceMemory;
+use crate::rpc::DeviceMemory;
 use crate::util::address_map::AddressMap;
 use crate::util::error::Result;
 use crate::util::log;
@@ -232,7 +232,7 @@ impl DeviceHeap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rpc::server::tests::CountingMemory;
+    use crate::rpc::serving::server::tests::CountingMemory;
 
     #[test]
     fn reserved_blocks_are_aligned_reused_at_once_and_refused_when_unknown() {

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use std::sync::Mutex;
 
-use super::calls::{self, CallSlot};
-use super::{ffi, registry, service};
+use crate::rpc::protocol::ffi;
+use crate::rpc::serving::calls::{self, CallSlot};
+use crate::rpc::serving::{registry, threads};
 use crate::util::log;
 use crate::util::sync::{fork_generation, lock, PerProcess};
 
@@ -66,7 +67,7 @@ fn look_and_say(limit: Duration) {
 }
 
 /// The program ends: one last look, so that a slow call that finished since the last one, or one
-/// still open, is said. Called once, at exit, by [`super::report_at_exit`].
+/// still open, is said. Called once, at exit, by [`crate::rpc::observing::report_at_exit`].
 pub fn finish() {
     if let Some(limit) = limit() {
         look_and_say(limit);
@@ -130,7 +131,7 @@ impl Watchdog {
     }
 
     /// [`Watchdog::look`], with the requests of `servers`.
-    pub fn look_at(&mut self, servers: &[std::sync::Arc<super::server::RpcServer>]) -> Vec<String> {
+    pub fn look_at(&mut self, servers: &[std::sync::Arc<crate::rpc::serving::server::RpcServer>]) -> Vec<String> {
         let now = crate::util::clock::now_ns();
         let mut lines = Vec::new();
         let mut being_served = HashSet::new();
@@ -217,9 +218,9 @@ impl Watchdog {
                 let (since, reported) = self.waiting.entry(key).or_insert((now, false));
                 if !*reported && now.saturating_sub(*since) >= self.limit_ns {
                     *reported = true;
-                    let why = if service::serving_threads() == 0 {
+                    let why = if threads::serving_threads() == 0 {
                         "no thread is serving host calls (none is alive)".to_string()
-                    } else if !service::kernels_in_flight() {
+                    } else if !threads::kernels_in_flight() {
                         "host calls are served only while the plugin knows of a kernel that may call the host, and it knows of none".to_string()
                     } else {
                         "every serving thread is held up".to_string()
@@ -241,8 +242,8 @@ impl Watchdog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rpc::server::tests::CountingMemory;
-    use crate::rpc::server::RpcServer;
+    use crate::rpc::serving::server::tests::CountingMemory;
+    use crate::rpc::serving::server::RpcServer;
     use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -251,7 +252,7 @@ mod tests {
     struct Slow;
 
     impl registry::UserHandler for Slow {
-        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
             std::thread::sleep(Duration::from_millis(400));
@@ -267,7 +268,7 @@ mod tests {
     struct Quick;
 
     impl registry::UserHandler for Quick {
-        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
             port.send(&packets).unwrap();
@@ -306,7 +307,7 @@ mod tests {
         registry::register_handler(QUICK, Box::new(Quick)).unwrap();
         let server = RpcServer::new(90, 4, 32, Arc::new(CountingMemory::default())).unwrap();
         registry::add_server(Arc::clone(&server)).unwrap();
-        service::kernel_started().unwrap();
+        threads::kernel_started().unwrap();
         let device = SimulatedDevice::new(Arc::clone(&server));
         let mut watchdog = Watchdog::new(Duration::from_millis(100));
         let quiet = watch_while(&mut watchdog, 90, &[], || {
@@ -331,7 +332,7 @@ mod tests {
             "{}",
             lines[1]
         );
-        service::kernels_finished(1);
+        threads::kernels_finished(1);
         drop(device);
         registry::remove_server(&server).unwrap();
         server.shutdown().unwrap();

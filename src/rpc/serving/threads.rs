@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::calls::{self, CallSlot};
+use crate::rpc::serving::calls::{self, CallSlot};
 
-use super::server::RpcServer;
-use super::{registry, rehearsal};
+use crate::rpc::serving::server::RpcServer;
+use crate::rpc::serving::{registry, rehearsal};
 use crate::util::error::{Error, Result};
 use crate::util::sync::{lock, wait, PerProcess};
 use crate::util::{fault, log};
@@ -101,7 +101,7 @@ fn start_thread(service: &'static Service) -> Result<()> {
         return Ok(());
     }
     spawn_serving_thread(service, Role::Scan)?;
-    super::watchdog::start();
+    crate::rpc::observing::watchdog::start();
     // Without a stand-by, calls still get served, only one at a time: not a reason to fail.
     if let Err(e) = spawn_serving_thread(service, Role::StandBy) {
         log::info(format_args!("{e}; host calls are served one at a time"));
@@ -392,7 +392,7 @@ mod tests {
     }
 
     impl registry::UserHandler for std::sync::Arc<Gated> {
-        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
             let guard = self.open.lock().unwrap();
@@ -406,7 +406,7 @@ mod tests {
     struct Echo;
 
     impl registry::UserHandler for Echo {
-        fn serve(&self, port: &mut crate::rpc::port::Port<'_>) {
+        fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             let lanes = port.recv(&mut packets).unwrap() as usize;
             for packet in packets.iter_mut().take(lanes) {
@@ -418,8 +418,8 @@ mod tests {
 
     #[test]
     fn a_slow_handler_holds_up_no_other_port_or_device() {
-        use crate::rpc::server::tests::CountingMemory;
-        use crate::rpc::server::RpcServer;
+        use crate::rpc::serving::server::tests::CountingMemory;
+        use crate::rpc::serving::server::RpcServer;
         use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
         use std::sync::Arc;
         const HELD: u16 = 0xA5A0;
@@ -481,8 +481,8 @@ mod tests {
 
     #[test]
     fn many_calls_of_one_slow_opcode_tie_up_no_serving_threads() {
-        use crate::rpc::server::tests::CountingMemory;
-        use crate::rpc::server::RpcServer;
+        use crate::rpc::serving::server::tests::CountingMemory;
+        use crate::rpc::serving::server::RpcServer;
         use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
         use std::sync::Arc;
         const GATED: u16 = 0xA5B0;

@@ -77,8 +77,8 @@ impl Layout {
 #[cfg(all(test, feature = "rpc"))]
 mod tests {
     use super::*;
-    use crate::rpc::server::tests::CountingMemory;
-    use crate::rpc::server::RpcServer;
+    use crate::rpc::serving::server::tests::CountingMemory;
+    use crate::rpc::serving::server::RpcServer;
     use std::sync::Arc;
 
     /// libc's client object points at the mailbox arrays; they must be where the layout says.

@@ -1,5 +1,5 @@
 //! One server of a device: owns libc's `rpc_device_t` and the shared mailbox, serves MALLOC and FREE
-//! through the device's heap, routes user opcodes to the handlers of [`super::registry`], and
+//! through the device's heap, routes user opcodes to the handlers of [`crate::rpc::serving::registry`], and
 //! turns a request nobody handles into a clear error instead of a hang.
 
 use std::ffi::c_void;
@@ -7,13 +7,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::ffi::{self, opcode};
-use super::heap::{DeviceHeap, Freed};
-use super::mailbox::{Layout, HEADER_OPCODE_OFFSET};
-use super::port::{Finished, Port};
-use super::registry::Registered;
-use super::window::{self, Callbacks, Claim, PortWindow};
-use super::DeviceMemory;
+use crate::rpc::protocol::ffi::{self, opcode};
+use crate::rpc::protocol::mailbox::{Layout, HEADER_OPCODE_OFFSET};
+use crate::rpc::protocol::port::{Finished, Port};
+use crate::rpc::protocol::window::{self, Callbacks, Claim, PortWindow};
+use crate::rpc::services::heap::{DeviceHeap, Freed};
+use crate::rpc::serving::registry::Registered;
+use crate::rpc::DeviceMemory;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
@@ -25,9 +25,9 @@ pub fn this_thread_is_serving() -> bool {
 }
 
 /// The device whose requests the calling thread is serving right now, if any: set while a call is
-/// served (see [`super::calls::begin`]), so teardown code can tell it runs on a serving thread.
+/// served (see [`crate::rpc::serving::calls::begin`]), so teardown code can tell it runs on a serving thread.
 pub fn device_being_served() -> Option<usize> {
-    super::calls::device_being_served()
+    crate::rpc::serving::calls::device_being_served()
 }
 
 /// How an error line names the device being served: `device 3`, or `a device` off a serving thread.
@@ -56,7 +56,7 @@ extern "C" fn device_exit(status: libc::c_int) -> ! {
         fn quick_exit(status: libc::c_int) -> !;
     }
     log::info(format_args!("a device called exit({status}); ending the process"));
-    let _ = catch_unwind(super::report_at_exit);
+    let _ = catch_unwind(crate::rpc::observing::report_at_exit);
     // SAFETY: fflush(NULL) flushes every output stream; quick_exit ends the process with `status`.
     unsafe {
         libc::fflush(std::ptr::null_mut());
@@ -95,7 +95,7 @@ pub struct RpcServer {
     /// Whether requests are served port by port through windows; otherwise by libc's whole-server
     /// scan (libc not laid out as expected, or `OMPRPC_RPC_SERVE=scan`).
     port_by_port: bool,
-    /// One window per port, opened when the port first receives a request (see [`super::window`]);
+    /// One window per port, opened when the port first receives a request (see [`crate::rpc::protocol::window`]);
     /// none when not serving port by port, as only that mode uses them.
     windows: Box<[PortWindow]>,
     /// Ports that received requests lately, looked at before every part of the scan, so that a warp
@@ -106,7 +106,7 @@ pub struct RpcServer {
     /// Where the next part of the scan starts.
     cursor: AtomicUsize,
     /// Whether its calls are shown to the stand-by thread and the watchdog and go to the statistics
-    /// and the trace: a device's are, a rehearsal's ([`super::rehearsal`]) are not.
+    /// and the trace: a device's are, a rehearsal's ([`crate::rpc::serving::rehearsal`]) are not.
     accounted: bool,
     /// Per port (when serving port by port), whether a thread is inside a call on it: the calls
     /// [`RpcServer::answer_for_lost_device`] may have to end.
@@ -174,8 +174,8 @@ unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
             // SAFETY: `data` is the server's `CallbackState`; `buffer` is a live packet of this port.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &mut *buffer) };
             buffer.data[0] = state.heap.malloc(buffer.data[0] as usize) as u64;
-            super::calls::moved_to_host(|| 8);
-            super::calls::moved_to_device(|| 8);
+            crate::rpc::serving::calls::moved_to_host(|| 8);
+            crate::rpc::serving::calls::moved_to_device(|| 8);
         }));
     }
     // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
@@ -189,7 +189,7 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             // SAFETY: as in `serve_malloc`.
             let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &*buffer) };
             let ptr = buffer.data[0] as usize;
-            super::calls::moved_to_host(|| 8);
+            crate::rpc::serving::calls::moved_to_host(|| 8);
             if ptr == 0 {
                 return;
             }
@@ -230,7 +230,7 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
     let mut port = unsafe { Port::for_user_handler(raw, device, opcode) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let _one_at_a_time = user.registered.one_at_a_time();
-        let _running = super::registry::Running::mark(opcode);
+        let _running = crate::rpc::serving::registry::Running::mark(opcode);
         user.registered.handler.serve(&mut port);
     }));
     if let Err(panic) = outcome {
@@ -280,9 +280,16 @@ impl RpcServer {
     /// its calls reach no statistics, trace or watchdog, and `answer` serves its opcode as a user
     /// handler does.
     pub(super) fn for_rehearsals(lane_size: u32, answer: &'static Registered) -> Result<Arc<RpcServer>> {
-        let memory: Arc<dyn DeviceMemory> = Arc::new(super::HostMemory);
-        let heap = DeviceHeap::new(super::rehearsal::DEVICE, Arc::clone(&memory), None)?;
-        let server = RpcServer::build(super::rehearsal::DEVICE, 1, lane_size, memory, heap, false)?;
+        let memory: Arc<dyn DeviceMemory> = Arc::new(crate::rpc::HostMemory);
+        let heap = DeviceHeap::new(crate::rpc::serving::rehearsal::DEVICE, Arc::clone(&memory), None)?;
+        let server = RpcServer::build(
+            crate::rpc::serving::rehearsal::DEVICE,
+            1,
+            lane_size,
+            memory,
+            heap,
+            false,
+        )?;
         if let Err(e) = server.install_user_opcode(answer) {
             let _ = server.shutdown();
             return Err(e);
@@ -298,10 +305,10 @@ impl RpcServer {
         heap: Arc<DeviceHeap>,
         accounted: bool,
     ) -> Result<Arc<RpcServer>> {
-        if ports == 0 || ports as usize > super::mailbox::MAX_PORTS {
+        if ports == 0 || ports as usize > crate::rpc::protocol::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
                 "{ports} RPC ports is not from 1 to {}",
-                super::mailbox::MAX_PORTS
+                crate::rpc::protocol::mailbox::MAX_PORTS
             )));
         }
         let mut request = MailboxRequest {
@@ -366,8 +373,8 @@ impl RpcServer {
         let registered = server
             .register(opcode::MALLOC, serve_malloc, state)
             .and_then(|()| server.register(opcode::FREE, serve_free, state))
-            .and_then(|()| server.register(opcode::PRINTF, super::printf::serve, state))
-            .and_then(|()| server.register(opcode::ASSERT_FAIL, super::assertion::serve, state));
+            .and_then(|()| server.register(opcode::PRINTF, crate::rpc::services::printf::serve, state))
+            .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state));
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();
@@ -386,7 +393,7 @@ impl RpcServer {
         self.ports
     }
 
-    /// Whether requests are served port by port through windows (see [`super::window`]), rather than
+    /// Whether requests are served port by port through windows (see [`crate::rpc::protocol::window`]), rather than
     /// by libc's scan of every port.
     #[cfg(test)]
     pub fn serves_port_by_port(&self) -> bool {
@@ -550,10 +557,10 @@ impl RpcServer {
 
     /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
     /// `OMPRPC_TRACE`).
-    fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, moved: super::calls::Moved) {
+    fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, moved: crate::rpc::serving::calls::Moved) {
         let ended = moved.ended_ns.unwrap_or_else(crate::util::clock::now_ns);
-        if super::stats::enabled() {
-            super::stats::global().record(&super::stats::Call {
+        if crate::rpc::observing::stats::enabled() {
+            crate::rpc::observing::stats::global().record(&crate::rpc::observing::stats::Call {
                 device: self.device,
                 opcode,
                 lanes,
@@ -562,7 +569,7 @@ impl RpcServer {
                 bytes_to_device: moved.to_device,
             });
         }
-        if let Some(trace) = super::trace::global() {
+        if let Some(trace) = crate::rpc::observing::trace::global() {
             trace.host_call(self.device, port, opcode, began, ended);
         }
     }
@@ -661,7 +668,7 @@ impl RpcServer {
             return false;
         }
         let opcode = self.opcode_of(port);
-        if super::registry::user_opcode_running(opcode) {
+        if crate::rpc::serving::registry::user_opcode_running(opcode) {
             // Its handler serves another call: this one waits in its port rather than tie up this
             // thread on the handler's lock.
             return false;
@@ -706,9 +713,15 @@ impl RpcServer {
         let began = Self::seen_at();
         // Read before serving: the header is the client's again once the reply is sent.
         let lanes = began.map_or(0, |_| self.lane_mask_of(port).count_ones());
-        let outer = super::calls::begin(self.device, port as u32, opcode, super::stats::enabled(), began);
+        let outer = crate::rpc::serving::calls::begin(
+            self.device,
+            port as u32,
+            opcode,
+            crate::rpc::observing::stats::enabled(),
+            began,
+        );
         let status = serve();
-        let moved = super::calls::end(outer);
+        let moved = crate::rpc::serving::calls::end(outer);
         if let Some(began) = began {
             self.account(port as u32, opcode, lanes, began, moved);
         }
@@ -746,7 +759,7 @@ impl RpcServer {
              omprpc_register_handler (user opcodes start at 0x8000) before the kernel calls it. Ending the program.",
             self.device
         ));
-        let _ = catch_unwind(super::report_at_exit);
+        let _ = catch_unwind(crate::rpc::observing::report_at_exit);
         // SAFETY: fflush(NULL) flushes every output stream; _exit ends the process without running
         // teardown that could wait for the device thread that now waits forever.
         unsafe {
@@ -776,7 +789,11 @@ impl RpcServer {
             // while it waits for its turn.
             unsafe {
                 let packets = self.mailbox.add(self.layout.packet(port, 0));
-                std::ptr::write_bytes(packets, 0, super::mailbox::PACKET_BYTES * self.layout.lanes);
+                std::ptr::write_bytes(
+                    packets,
+                    0,
+                    crate::rpc::protocol::mailbox::PACKET_BYTES * self.layout.lanes,
+                );
             }
             // SAFETY: a word of the layout, inside the mailbox, only ever accessed atomically.
             unsafe { (*self.mailbox.add(client).cast::<AtomicU32>()).fetch_xor(1, Ordering::AcqRel) };
@@ -937,7 +954,7 @@ pub(crate) mod tests {
     /// Receives, then panics: the device must still get a reply.
     struct PanicsAfterReceiving;
 
-    impl crate::rpc::registry::UserHandler for PanicsAfterReceiving {
+    impl crate::rpc::serving::registry::UserHandler for PanicsAfterReceiving {
         fn serve(&self, port: &mut Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
@@ -948,7 +965,7 @@ pub(crate) mod tests {
     /// Tries every step out of turn; the refused ones leave the exchange intact.
     struct OutOfTurn;
 
-    impl crate::rpc::registry::UserHandler for OutOfTurn {
+    impl crate::rpc::serving::registry::UserHandler for OutOfTurn {
         fn serve(&self, port: &mut Port<'_>) {
             let mut packets = port.lane_packets();
             assert!(port.send(&packets).is_err(), "a reply before the request");
@@ -968,12 +985,12 @@ pub(crate) mod tests {
     fn a_handler_that_panics_or_steps_out_of_turn_leaves_the_device_a_reply() {
         const OP_PANIC: u16 = 0xBAD0;
         const OP_OUT_OF_TURN: u16 = 0xBAD1;
-        crate::rpc::registry::register_handler(OP_PANIC, Box::new(PanicsAfterReceiving)).unwrap();
-        crate::rpc::registry::register_handler(OP_OUT_OF_TURN, Box::new(OutOfTurn)).unwrap();
+        crate::rpc::serving::registry::register_handler(OP_PANIC, Box::new(PanicsAfterReceiving)).unwrap();
+        crate::rpc::serving::registry::register_handler(OP_OUT_OF_TURN, Box::new(OutOfTurn)).unwrap();
         let server = RpcServer::new(9, 4, 32, Arc::new(CountingMemory::default())).unwrap();
         for op in [OP_PANIC, OP_OUT_OF_TURN] {
             server
-                .install_user_opcode(crate::rpc::registry::registered(op).unwrap())
+                .install_user_opcode(crate::rpc::serving::registry::registered(op).unwrap())
                 .unwrap();
         }
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -9,8 +9,8 @@
 
 use std::ffi::{c_char, c_uint, c_void, CString};
 
-use super::ffi;
-use super::port::Port;
+use crate::rpc::protocol::ffi;
+use crate::rpc::protocol::port::Port;
 
 extern "C" {
     fn __assert_fail(assertion: *const c_char, file: *const c_char, line: c_uint, function: *const c_char) -> !;
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn serve(raw: ffi::Port, _data: *mut c_void) {
         text(files[lane].as_slice()),
         text(functions[lane].as_slice()),
     );
-    super::streams::checked::fflush(std::ptr::null_mut());
+    crate::rpc::services::streams::checked::fflush(std::ptr::null_mut());
     // SAFETY: three NUL-terminated strings that live until the call, which ends the process.
     unsafe { __assert_fail(expression.as_ptr(), file.as_ptr(), line, function.as_ptr()) }
 }

@@ -21,8 +21,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use libc::FILE;
 
-use super::ffi;
-use super::port::{Packet, Port};
+use crate::rpc::protocol::ffi;
+use crate::rpc::protocol::port::{Packet, Port};
 use crate::util::log;
 
 /// What one conversion reads from the argument struct.
@@ -320,7 +320,7 @@ fn print(bytes: &[u8]) -> i64 {
     let Some(request) = Request::parse(bytes) else {
         log::error(format_args!(
             "{}: printf: the request was malformed; nothing printed",
-            super::server::served_device_label()
+            crate::rpc::serving::server::served_device_label()
         ));
         return -1;
     };
@@ -339,7 +339,7 @@ fn print(bytes: &[u8]) -> i64 {
             let format = String::from_utf8_lossy(&request.format[..request.format.len() - 1]);
             log::error(format_args!(
                 "{}: printf({format:?}): {reason}; nothing printed",
-                super::server::served_device_label()
+                crate::rpc::serving::server::served_device_label()
             ));
             -1
         }
@@ -350,7 +350,7 @@ fn print(bytes: &[u8]) -> i64 {
 fn print_request(request: &Request) -> Result<c_int, NotPrinted> {
     let args = arguments(request.format).map_err(NotPrinted::Refused)?;
     let mut slots = slots(request, &args)?;
-    let stream = super::streams::from_device_word(request.stream);
+    let stream = crate::rpc::services::streams::from_device_word(request.stream);
     let mut ap = VaList {
         gp_offset: GP_REGISTERS_USED,
         fp_offset: FP_REGISTERS_USED,
@@ -358,8 +358,8 @@ fn print_request(request: &Request) -> Result<c_int, NotPrinted> {
         reg_save_area: std::ptr::null_mut(),
     };
     let format = request.format.as_ptr().cast::<c_char>();
-    Ok(super::streams::checked::with_stream(
-        super::streams::WRITE,
+    Ok(crate::rpc::services::streams::checked::with_stream(
+        crate::rpc::services::streams::WRITE,
         stream,
         -1,
         || {
@@ -453,7 +453,7 @@ mod tests {
         // SAFETY: tmpfile has no preconditions; the stream is closed below.
         let file = unsafe { libc::tmpfile() };
         assert!(!file.is_null());
-        super::super::streams::tests_support::adopt(file);
+        crate::rpc::services::streams::tests_support::adopt(file);
         let count = print(&request(file as u64, format, args, strings));
         let mut out = vec![0u8; 4096];
         // SAFETY: `file` is a live stream; `out` has room for what is read.
@@ -462,7 +462,7 @@ mod tests {
             libc::rewind(file);
             libc::fread(out.as_mut_ptr().cast(), 1, out.len(), file)
         };
-        super::super::streams::tests_support::forget(file);
+        crate::rpc::services::streams::tests_support::forget(file);
         // SAFETY: closing the stream opened above.
         unsafe { libc::fclose(file) };
         out.truncate(n);

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
 
-use super::ffi::opcode;
+use crate::rpc::protocol::ffi::opcode;
 use crate::util::sync::{lock, PerProcess};
 
 /// Shards that recording threads are dealt; more threads than this share them.

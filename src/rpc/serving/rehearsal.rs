@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::mailbox::{HEADER_OPCODE_OFFSET, LANE_SIZES};
-use super::port::{Packet, Port};
-use super::registry::{Registered, UserHandler};
-use super::server::RpcServer;
+use crate::rpc::protocol::mailbox::{HEADER_OPCODE_OFFSET, LANE_SIZES};
+use crate::rpc::protocol::port::{Packet, Port};
+use crate::rpc::serving::registry::{Registered, UserHandler};
+use crate::rpc::serving::server::RpcServer;
 
 use crate::util::log;
 use crate::util::sync::PerProcess;

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
-use super::ffi::opcode;
-use super::port::Port;
-use super::server::{this_thread_is_serving, RpcServer};
+use crate::rpc::protocol::ffi::opcode;
+use crate::rpc::protocol::port::Port;
+use crate::rpc::serving::server::{this_thread_is_serving, RpcServer};
 use crate::util::error::{Error, Result};
 use crate::util::sync::{lock, read, write, PerProcess};
 
@@ -82,8 +82,8 @@ pub fn generation() -> usize {
 /// Starts the serving thread on first use (an error if it cannot start), then puts `server` in
 /// service with every registered user handler installed.
 pub fn add_server(server: Arc<RpcServer>) -> Result<()> {
-    super::service::ensure_started()?;
-    super::report_at_exit_when_asked();
+    crate::rpc::serving::threads::ensure_started()?;
+    crate::rpc::observing::report_at_exit_when_asked();
     {
         let handlers = lock(&REGISTRY.handlers);
         for registered in handlers.values() {

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use super::ffi;
+use crate::rpc::protocol::ffi;
 use crate::util::error::{Error, Result};
 
 /// One lane's 64-byte packet.
@@ -198,7 +198,7 @@ impl Port<'_> {
         }
         // SAFETY: the port is live (constructor contract); `take` matches the callback type.
         unsafe { ffi::rpc_recv(self.raw, take, (&mut cursor as *mut Cursor).cast()) };
-        super::calls::moved_to_host(|| 64 * u64::from(cursor.count));
+        crate::rpc::serving::calls::moved_to_host(|| 64 * u64::from(cursor.count));
         self.state = Exchange::Read { bytes: false };
         Ok(cursor.count)
     }
@@ -221,7 +221,7 @@ impl Port<'_> {
         }
         // SAFETY: as in `recv`.
         unsafe { ffi::rpc_send(self.raw, fill, (&mut cursor as *mut Cursor).cast()) };
-        super::calls::moved_to_device(|| 64 * u64::from(cursor.count));
+        crate::rpc::serving::calls::moved_to_device(|| 64 * u64::from(cursor.count));
         self.state = Exchange::Replied;
         Ok(cursor.count)
     }
@@ -243,7 +243,7 @@ impl Port<'_> {
             )
         };
         self.state = Exchange::Read { bytes: true };
-        super::calls::moved_to_host(|| {
+        crate::rpc::serving::calls::moved_to_host(|| {
             sizes
                 .iter()
                 .zip(&data)
@@ -274,7 +274,7 @@ impl Port<'_> {
         // SAFETY: both arrays hold `lanes` entries; libc reads `sizes[lane]` bytes at `ptrs[lane]`,
         // which `data` keeps alive for the call.
         unsafe { ffi::rpc_send_n(self.raw, ptrs.as_ptr(), sizes.as_mut_ptr()) };
-        super::calls::moved_to_device(|| sizes.iter().sum());
+        crate::rpc::serving::calls::moved_to_device(|| sizes.iter().sum());
         self.state = Exchange::Replied;
         Ok(())
     }

@@ -1,0 +1,7 @@
+//! What a host call does on the host for the plugin's own opcodes: device `malloc` and `free` from a
+//! heap, `printf` through the host's C library, the C streams device code reaches, and `assert`.
+
+pub mod assertion;
+pub mod heap;
+pub mod printf;
+pub mod streams;
