@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use omprpc::rpc::protocol::port::{Packet, Port};
-use omprpc::rpc::serving::registry::{self, UserHandler};
 use omprpc::rpc::serving::server::RpcServer;
 use omprpc::rpc::serving::threads;
+use omprpc::rpc::serving::{handlers::UserHandler, registry};
 use omprpc::rpc::simulated::{SimulatedDevice, SimulatedWarp};
 use omprpc::rpc::HostMemory;
 
@@ -46,13 +46,13 @@ fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize, warps: usize)
     let others: Vec<Arc<RpcServer>> = (0..idle)
         .map(|_| {
             let other = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
-            registry::add_server(Arc::clone(&other)).unwrap();
+            threads::put_in_service(Arc::clone(&other)).unwrap();
             other
         })
         .collect();
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
     let device = SimulatedDevice::new(Arc::clone(&server));
-    registry::add_server(Arc::clone(&server)).unwrap();
+    threads::put_in_service(Arc::clone(&server)).unwrap();
     threads::kernel_started().unwrap();
     let per_warp = calls / warps;
     // Every warp makes `each` calls, all at once.

@@ -17,9 +17,9 @@ use std::ffi::CStr;
 use std::sync::Arc;
 
 use omprpc::rpc::protocol::port::{Packet, Port};
-use omprpc::rpc::serving::registry::{self, UserHandler};
 use omprpc::rpc::serving::server::RpcServer;
 use omprpc::rpc::serving::threads;
+use omprpc::rpc::serving::{handlers::UserHandler, registry};
 use omprpc::rpc::simulated::{LanePrintf, SimulatedDevice, SimulatedWarp};
 use omprpc::rpc::HostMemory;
 
@@ -83,7 +83,7 @@ fn main() {
     registry::register_handler(OP_REVERSE, Box::new(Reverse)).unwrap();
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
     let device = SimulatedDevice::new(Arc::clone(&server));
-    registry::add_server(Arc::clone(&server)).unwrap();
+    threads::put_in_service(Arc::clone(&server)).unwrap();
     // The "kernel" is running: the serving thread polls until it ends.
     threads::kernel_started().unwrap();
     let warp = SimulatedWarp::new(&device, 3);

@@ -23,7 +23,7 @@ fn eventually(what: &str, cond: impl Fn() -> bool) {
 #[test]
 fn rehearsals_run_only_while_a_kernel_that_may_call_the_host_runs() {
     let server = RpcServer::new(0, 16, 32, Arc::new(HostMemory)).unwrap();
-    registry::add_server(Arc::clone(&server)).unwrap();
+    threads::put_in_service(Arc::clone(&server)).unwrap();
     let quiet = 40 * REHEARSE_EVERY;
 
     let before = rehearsals();

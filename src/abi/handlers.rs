@@ -32,7 +32,7 @@ mod adapter {
     use crate::abi::api::omprpc_packet;
     use crate::abi::{guard, non_null};
     use crate::rpc::protocol::port::{Packet, Port};
-    use crate::rpc::serving::registry::UserHandler;
+    use crate::rpc::serving::handlers::UserHandler;
 
     const _: () = assert!(size_of::<omprpc_packet>() == size_of::<Packet>());
 

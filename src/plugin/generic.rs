@@ -545,7 +545,7 @@ impl<B: Backend> PluginApi for Core<B> {
 
     fn deinit(&self) -> Result<bool> {
         #[cfg(feature = "rpc")]
-        if crate::rpc::serving::server::this_thread_is_serving() {
+        if crate::rpc::serving::calls::this_thread_is_serving() {
             // A device called `exit`, and libc's server is ending the process from this thread; the
             // kernel that called it never returns, so waiting for it would hang.
             return Ok(false);

@@ -271,8 +271,8 @@ pub fn attach<B: Backend>(
 ) -> Result<ImageServices> {
     use crate::rpc::protocol::ffi;
     use crate::rpc::protocol::mailbox::LANE_SIZES;
-    use crate::rpc::serving::registry;
     use crate::rpc::serving::server::RpcServer;
+    use crate::rpc::serving::threads;
     use crate::util::error::Context;
     use crate::util::log;
     use std::sync::Arc;
@@ -311,7 +311,7 @@ pub fn attach<B: Backend>(
     let published = core
         .write_device(device, target as *mut c_void, &server.client_bytes())
         .context(|| format!("writing the RPC client of device {}", device.index))
-        .and_then(|()| registry::add_server(Arc::clone(&server)));
+        .and_then(|()| threads::put_in_service(Arc::clone(&server)));
     if let Err(e) = published {
         if let Err(shutdown) = server.shutdown() {
             log::device_info(

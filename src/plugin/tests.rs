@@ -145,7 +145,7 @@ impl FakeGpu {
         let armed = world.record.enter(call);
         #[cfg(feature = "rpc")]
         if (call.starts_with("alloc") || call.starts_with("free"))
-            && crate::rpc::serving::server::this_thread_is_serving()
+            && crate::rpc::serving::calls::this_thread_is_serving()
         {
             world
                 .violations

@@ -483,7 +483,7 @@ struct GatedCall {
 }
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::serving::registry::UserHandler for GatedCall {
+impl crate::rpc::serving::handlers::UserHandler for GatedCall {
     fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let mut packets = port.lane_packets();
         port.recv(&mut packets).unwrap();

@@ -1076,7 +1076,7 @@ struct KeepString {
 }
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::serving::registry::UserHandler for KeepString {
+impl crate::rpc::serving::handlers::UserHandler for KeepString {
     fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let strings = port.recv_n().unwrap();
         *self.got.lock().unwrap() = Some(strings[0].as_slice().to_vec());
@@ -1156,7 +1156,7 @@ struct NoteThread {
 }
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::serving::registry::UserHandler for NoteThread {
+impl crate::rpc::serving::handlers::UserHandler for NoteThread {
     fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let mut packets = port.lane_packets();
         port.recv(&mut packets).unwrap();
@@ -1267,7 +1267,7 @@ fn client_entry() -> HostEntry {
 struct DoubleIt;
 
 #[cfg(feature = "rpc")]
-impl crate::rpc::serving::registry::UserHandler for DoubleIt {
+impl crate::rpc::serving::handlers::UserHandler for DoubleIt {
     fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
         let mut packets = port.lane_packets();
         let n = port.recv(&mut packets).unwrap();

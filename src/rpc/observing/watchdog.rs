@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use std::sync::Mutex;
 
-use crate::rpc::protocol::ffi;
+use crate::rpc::protocol::{ffi, Owner};
 use crate::rpc::serving::calls::{self, CallSlot};
-use crate::rpc::serving::{registry, threads};
+use crate::rpc::serving::registry;
 use crate::util::log;
 use crate::util::sync::{fork_generation, lock, PerProcess};
 
@@ -25,9 +25,22 @@ pub fn limit() -> Option<Duration> {
     crate::util::config::host_services().watchdog
 }
 
+/// How the serving threads stand: what the watchdog says when a call waits and nothing serves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServingStatus {
+    /// Serving threads alive.
+    pub threads: usize,
+    /// Whether a kernel that may call the host is known to run (the threads serve only then).
+    pub kernels_in_flight: bool,
+}
+
+/// Asks the serving threads how they stand (given by whoever starts the watchdog, so that the
+/// watchdog need not know them).
+pub type StatusOf = fn() -> ServingStatus;
+
 /// Starts the watchdog thread when a limit is set, once per process (a forked child, which the
-/// parent's thread did not survive into, gets its own).
-pub fn start() {
+/// parent's thread did not survive into, gets its own); `status` says how the serving threads stand.
+pub fn start(status: StatusOf) {
     static STARTED_IN: AtomicU64 = AtomicU64::new(u64::MAX);
     let Some(limit) = limit() else { return };
     let generation = fork_generation();
@@ -42,8 +55,8 @@ pub fn start() {
     let spawned = std::thread::Builder::new()
         .name("omprpc-watchdog".into())
         .spawn(move || loop {
-            std::thread::sleep(Watchdog::new(limit).tick());
-            look_and_say(limit);
+            std::thread::sleep(Watchdog::new(limit, status).tick());
+            look_and_say(limit, status);
         });
     if let Err(e) = spawned {
         log::error(format_args!(
@@ -59,18 +72,22 @@ fn state() -> &'static Mutex<Option<Watchdog>> {
 }
 
 /// Looks once and says what there is to say, under the watchdog's lock, so that lines come in order.
-fn look_and_say(limit: Duration) {
+fn look_and_say(limit: Duration, status: StatusOf) {
     let mut state = lock(state());
-    for line in state.get_or_insert_with(|| Watchdog::new(limit)).look() {
+    for line in state.get_or_insert_with(|| Watchdog::new(limit, status)).look() {
         log::watchdog(line);
     }
 }
 
 /// The program ends: one last look, so that a slow call that finished since the last one, or one
-/// still open, is said. Called once, at exit, by [`crate::rpc::observing::report_at_exit`].
+/// still open, is said. Called once, at exit, by [`super::report_at_exit`]; nothing when the
+/// watchdog never started.
 pub fn finish() {
-    if let Some(limit) = limit() {
-        look_and_say(limit);
+    let started = lock(state())
+        .as_ref()
+        .map(|watchdog| (watchdog.limit_ns, watchdog.status));
+    if let Some((limit_ns, status)) = started {
+        look_and_say(Duration::from_nanos(limit_ns), status);
     }
 }
 
@@ -107,15 +124,18 @@ pub struct Watchdog {
     /// Requests nobody serves yet, by (device, port, which request: the port window's served count
     /// when serving port by port, else the client's word): when first seen, whether reported.
     waiting: HashMap<(usize, u32, u32), (u64, bool)>,
+    /// How the serving threads stand.
+    status: StatusOf,
 }
 
 impl Watchdog {
-    /// A watchdog for calls open longer than `limit`.
-    pub fn new(limit: Duration) -> Watchdog {
+    /// A watchdog for calls open longer than `limit`, asking `status` how the serving threads stand.
+    pub fn new(limit: Duration, status: StatusOf) -> Watchdog {
         Watchdog {
             limit_ns: limit.as_nanos() as u64,
             serving: HashMap::new(),
             waiting: HashMap::new(),
+            status,
         }
     }
 
@@ -209,25 +229,29 @@ impl Watchdog {
         });
         let mut seen = HashSet::new();
         for server in servers {
+            // Only devices' servers are in service; rehearsals are served where they are made.
+            let Owner::Device(device) = server.owner() else {
+                continue;
+            };
             for (port, opcode, word) in server.waiting_requests() {
-                if being_served.contains(&(server.device(), port)) {
+                if being_served.contains(&(device, port)) {
                     continue;
                 }
-                let key = (server.device(), port, word);
+                let key = (device, port, word);
                 seen.insert(key);
                 let (since, reported) = self.waiting.entry(key).or_insert((now, false));
                 if !*reported && now.saturating_sub(*since) >= self.limit_ns {
                     *reported = true;
-                    let why = if threads::serving_threads() == 0 {
+                    let status = (self.status)();
+                    let why = if status.threads == 0 {
                         "no thread is serving host calls (none is alive)".to_string()
-                    } else if !threads::kernels_in_flight() {
+                    } else if !status.kernels_in_flight {
                         "host calls are served only while the plugin knows of a kernel that may call the host, and it knows of none".to_string()
                     } else {
                         "every serving thread is held up".to_string()
                     };
                     lines.push(format!(
-                        "device {} port {port}: a kernel called the host ({}) {} ms ago and nothing serves it: {why}",
-                        server.device(),
+                        "device {device} port {port}: a kernel called the host ({}) {} ms ago and nothing serves it: {why}",
                         describe_opcode(opcode),
                         now.saturating_sub(*since) / 1_000_000
                     ));
@@ -244,6 +268,7 @@ mod tests {
     use super::*;
     use crate::rpc::serving::server::tests::CountingMemory;
     use crate::rpc::serving::server::RpcServer;
+    use crate::rpc::serving::threads;
     use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -251,7 +276,7 @@ mod tests {
     /// Sleeps 400 ms, then echoes.
     struct Slow;
 
-    impl registry::UserHandler for Slow {
+    impl crate::rpc::serving::handlers::UserHandler for Slow {
         fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
@@ -267,7 +292,7 @@ mod tests {
     /// Echoes at once.
     struct Quick;
 
-    impl registry::UserHandler for Quick {
+    impl crate::rpc::serving::handlers::UserHandler for Quick {
         fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
@@ -306,10 +331,10 @@ mod tests {
         registry::register_handler(SLOW, Box::new(Slow)).unwrap();
         registry::register_handler(QUICK, Box::new(Quick)).unwrap();
         let server = RpcServer::new(90, 4, 32, Arc::new(CountingMemory::default())).unwrap();
-        registry::add_server(Arc::clone(&server)).unwrap();
+        threads::put_in_service(Arc::clone(&server)).unwrap();
         threads::kernel_started().unwrap();
         let device = SimulatedDevice::new(Arc::clone(&server));
-        let mut watchdog = Watchdog::new(Duration::from_millis(100));
+        let mut watchdog = Watchdog::new(Duration::from_millis(100), threads::status);
         let quiet = watch_while(&mut watchdog, 90, &[], || {
             let warp = SimulatedWarp::new(&device, 1);
             for i in 0..2_000u64 {
@@ -346,7 +371,7 @@ mod tests {
         let server = RpcServer::new(91, 4, 1, Arc::new(CountingMemory::default())).unwrap();
         server.install_user_opcode(registry::registered(LATE).unwrap()).unwrap();
         let device = SimulatedDevice::new(Arc::clone(&server));
-        let mut watchdog = Watchdog::new(Duration::from_millis(50));
+        let mut watchdog = Watchdog::new(Duration::from_millis(50), threads::status);
         let servers = [Arc::clone(&server)];
         let lines = std::thread::scope(|scope| {
             let caller = scope.spawn(|| SimulatedWarp::new(&device, 3).call(LATE, 1, &[[5; 8]]));

@@ -7,3 +7,24 @@ pub mod mailbox;
 pub mod port;
 #[cfg(feature = "rpc")]
 pub mod window;
+
+/// Whose calls come through a mailbox: a device's (shown to the watchdog, counted by the statistics,
+/// traced), or the serving thread's own rehearsals (see `serving::rehearsal`), which are none of
+/// those and have no device heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// The device with this number.
+    Device(usize),
+    /// The serving thread's rehearsals.
+    Rehearsal,
+}
+
+impl std::fmt::Display for Owner {
+    /// How messages name it: `device 3`, or `the plugin's rehearsals`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Device(device) => write!(f, "device {device}"),
+            Owner::Rehearsal => f.write_str("the plugin's rehearsals"),
+        }
+    }
+}

@@ -57,9 +57,9 @@ impl Drop for HostBytes {
 /// (`Port::finish`).
 pub struct Port<'a> {
     raw: ffi::Port,
-    /// For a user handler, its device and opcode: the protocol above is enforced, and refusals name
-    /// them. The plugin's own services are trusted.
-    handler_of: Option<(usize, u16)>,
+    /// For a user handler, whose port it is and the opcode: the protocol above is enforced, and
+    /// refusals name them. The plugin's own services are trusted.
+    handler_of: Option<(super::Owner, u16)>,
     state: Exchange,
     _call: PhantomData<&'a mut ()>,
 }
@@ -110,14 +110,14 @@ impl Port<'_> {
         }
     }
 
-    /// Wraps the port that libc's server passed to the user handler of `opcode` on `device`: receive
-    /// once, reply once.
+    /// Wraps the port that libc's server passed to the user handler of `opcode` on `owner`'s server:
+    /// receive once, reply once.
     ///
     /// # Safety
     /// As for [`Port::from_raw`].
-    pub(crate) unsafe fn for_user_handler<'a>(raw: ffi::Port, device: usize, opcode: u16) -> Port<'a> {
+    pub(crate) unsafe fn for_user_handler<'a>(raw: ffi::Port, owner: super::Owner, opcode: u16) -> Port<'a> {
         Port {
-            handler_of: Some((device, opcode)),
+            handler_of: Some((owner, opcode)),
             // SAFETY: forwarded from this function's contract.
             ..unsafe { Port::from_raw(raw) }
         }
@@ -143,7 +143,7 @@ impl Port<'_> {
 
     /// Refuses what the exchange does not allow next (user handlers only).
     fn check_step(&self, receiving: bool) -> Result<()> {
-        let Some((device, opcode)) = self.handler_of else {
+        let Some((owner, opcode)) = self.handler_of else {
             return Ok(());
         };
         let refusal = match (self.state, receiving) {
@@ -154,9 +154,7 @@ impl Port<'_> {
             }
             (Exchange::Replied, false) => "a host handler replies once; this second reply was refused",
         };
-        Err(Error::InvalidArg(format!(
-            "device {device}, opcode {opcode:#06x}: {refusal}"
-        )))
+        Err(Error::InvalidArg(format!("{owner}, opcode {opcode:#06x}: {refusal}")))
     }
 
     /// Lanes of the port's device (1 on the host device).

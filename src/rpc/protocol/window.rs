@@ -124,10 +124,10 @@ impl PortWindow {
     }
 
     /// Claims the window onto `port` of the device's mailbox (at `base`, laid out as `layout`), opening it on first use and giving it every
-    /// callback of `callbacks` it lacks; `device` names the device in a message.
+    /// callback of `callbacks` it lacks; `owner` names whose port it is in a message.
     pub fn claim<'a>(
         &'a self,
-        device: usize,
+        owner: super::Owner,
         base: usize,
         layout: Layout,
         port: usize,
@@ -155,7 +155,7 @@ impl PortWindow {
                     Err(e) => {
                         if !self.failed.swap(true, Ordering::Relaxed) {
                             log::error(format_args!(
-                                "device {device}: port {port}'s request waits, and is tried again: {e}"
+                                "{owner}: port {port}'s request waits, and is tried again: {e}"
                             ));
                         }
                         drop(list);
@@ -169,7 +169,7 @@ impl PortWindow {
             let list = lock(&callbacks.list);
             for &(op, callback, data) in &list[synced..] {
                 if let Err(e) = window.register(op, callback, data) {
-                    log::error(format_args!("device {device}: port {port}: {e}"));
+                    log::error(format_args!("{owner}: port {port}: {e}"));
                 }
             }
             state.synced.store(list.len(), Ordering::Relaxed);

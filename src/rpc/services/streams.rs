@@ -124,7 +124,7 @@ pub(crate) const WRITE: &str = "fwrite, fputs or fprintf";
 
 /// Says once per call that `call` was refused a stream the device does not have open.
 fn refuse(call: &str, stream: *mut FILE) {
-    let device = crate::rpc::serving::server::served_device_label();
+    let device = crate::rpc::serving::calls::served_device_label();
     log::error(format_args!(
         "{device}: {call} on stream {:#x} that the device does not have open (closed already, or never \
          returned by fopen); the call failed",

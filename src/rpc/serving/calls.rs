@@ -117,9 +117,20 @@ thread_local! {
     static SERVING: Cell<Serving> = const { Cell::new(IDLE) };
 }
 
-/// The device whose call the calling thread is serving right now, if any.
+/// The device whose call the calling thread is serving right now, if any: teardown code asks, so
+/// that it does not wait on a serving thread for work that will never finish.
 pub fn device_being_served() -> Option<usize> {
     SERVING.with(Cell::get).device
+}
+
+/// Whether the calling thread is serving a host call right now.
+pub fn this_thread_is_serving() -> bool {
+    device_being_served().is_some()
+}
+
+/// How an error line names the device being served: `device 3`, or `a device` off a serving thread.
+pub fn served_device_label() -> String {
+    device_being_served().map_or_else(|| "a device".to_string(), |d| format!("device {d}"))
 }
 
 /// The call being served on this thread delivered `bytes()` bytes to the host (a write, a handler's

@@ -2,6 +2,7 @@
 //! serving threads, rehearsals that keep the path warm, and the record of the calls being served.
 
 pub mod calls;
+pub mod handlers;
 pub mod registry;
 pub mod rehearsal;
 pub mod server;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::rpc::protocol::mailbox::{HEADER_OPCODE_OFFSET, LANE_SIZES};
 use crate::rpc::protocol::port::{Packet, Port};
-use crate::rpc::serving::registry::{Registered, UserHandler};
+use crate::rpc::serving::handlers::{Registered, UserHandler};
 use crate::rpc::serving::server::RpcServer;
 
 use crate::util::log;
@@ -39,9 +39,6 @@ pub const REHEARSE_EVERY: Duration = Duration::from_micros(250);
 
 /// The plugin's own opcode for rehearsals: neither libc's (below 28) nor a user's (from 0x8000).
 const OPCODE: u16 = 0x7ffe;
-
-/// The device number rehearsal servers carry (no device has it).
-pub(super) const DEVICE: usize = usize::MAX;
 
 /// One private mailbox of one lane size, and who is rehearsing on it.
 struct Stage {
@@ -93,7 +90,12 @@ impl UserHandler for Answer {
 /// A stage's server, answering [`OPCODE`].
 fn stage_server(lanes: u32) -> crate::util::error::Result<Arc<RpcServer>> {
     let answer: &'static Registered = Box::leak(Box::new(Registered::new(OPCODE, Box::new(Answer))));
-    RpcServer::for_rehearsals(lanes, answer)
+    let server = RpcServer::for_rehearsals(1, lanes, Arc::new(crate::rpc::HostMemory))?;
+    if let Err(e) = server.install_user_opcode(answer) {
+        let _ = server.shutdown();
+        return Err(e);
+    }
+    Ok(server)
 }
 
 /// Where `lanes` is in [`LANE_SIZES`] (none for a lane count no server has).

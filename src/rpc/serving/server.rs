@@ -11,29 +11,14 @@ use crate::rpc::protocol::ffi::{self, opcode};
 use crate::rpc::protocol::mailbox::{Layout, HEADER_OPCODE_OFFSET};
 use crate::rpc::protocol::port::{Finished, Port};
 use crate::rpc::protocol::window::{self, Callbacks, Claim, PortWindow};
+use crate::rpc::protocol::Owner;
 use crate::rpc::services::heap::{DeviceHeap, Freed};
-use crate::rpc::serving::registry::Registered;
+use crate::rpc::serving::handlers::Registered;
 use crate::rpc::DeviceMemory;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
 use crate::util::{fault, log};
-
-/// Whether the calling thread is serving RPC right now (see [`device_being_served`]).
-pub fn this_thread_is_serving() -> bool {
-    device_being_served().is_some()
-}
-
-/// The device whose requests the calling thread is serving right now, if any: set while a call is
-/// served (see [`crate::rpc::serving::calls::begin`]), so teardown code can tell it runs on a serving thread.
-pub fn device_being_served() -> Option<usize> {
-    crate::rpc::serving::calls::device_being_served()
-}
-
-/// How an error line names the device being served: `device 3`, or `a device` off a serving thread.
-pub fn served_device_label() -> String {
-    device_being_served().map_or_else(|| "a device".to_string(), |d| format!("device {d}"))
-}
 
 // In the shared object, the link wraps `exit` (see build.rs): the only caller of `exit` there is
 // libc's RPC server serving a device's EXIT, and it lands here. The symbol is hidden, so it is not
@@ -70,9 +55,9 @@ struct CallbackState {
     heap: Arc<DeviceHeap>,
 }
 
-/// The RPC server of one device.
+/// The RPC server of one device (or of the serving thread's rehearsals).
 pub struct RpcServer {
-    device: usize,
+    owner: Owner,
     raw: ffi::Device,
     ports: u32,
     lane_size: u32,
@@ -81,7 +66,8 @@ pub struct RpcServer {
     /// Where everything is in it.
     layout: Layout,
     memory: Arc<dyn DeviceMemory>,
-    callback_state: Box<CallbackState>,
+    /// A device's: its heap, for MALLOC and FREE; rehearsals have none and call neither.
+    callback_state: Option<Box<CallbackState>>,
     /// Serving through libc's whole-server scan holds it shared; adding a callback to that server's
     /// (unlocked) map holds it exclusively. Windows need no gate (see [`PortWindow`]).
     gate: RwLock<()>,
@@ -105,9 +91,6 @@ pub struct RpcServer {
     recent_next: AtomicUsize,
     /// Where the next part of the scan starts.
     cursor: AtomicUsize,
-    /// Whether its calls are shown to the stand-by thread and the watchdog and go to the statistics
-    /// and the trace: a device's are, a rehearsal's ([`crate::rpc::serving::rehearsal`]) are not.
-    accounted: bool,
     /// Per port (when serving port by port), whether a thread is inside a call on it: the calls
     /// [`RpcServer::answer_for_lost_device`] may have to end.
     in_call: Box<[AtomicBool]>,
@@ -211,10 +194,11 @@ unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
     unsafe { ffi::rpc_recv(port, take, data) };
 }
 
-/// libc's callback data for one user opcode on one server: which handler, and the device for messages.
+/// libc's callback data for one user opcode on one server: which handler, and whose calls (for
+/// messages).
 struct UserOpcode {
     registered: &'static Registered,
-    device: usize,
+    owner: Owner,
 }
 
 /// libc's callback for every user opcode.
@@ -225,12 +209,12 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
     // SAFETY: `install_user_opcode` registers a `UserOpcode` that the server owns and keeps until it is
     // shut down, after which libc calls no callback of it.
     let user = unsafe { &*data.cast::<UserOpcode>() };
-    let (device, opcode) = (user.device, user.registered.opcode);
+    let (owner, opcode) = (user.owner, user.registered.opcode);
     // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
-    let mut port = unsafe { Port::for_user_handler(raw, device, opcode) };
+    let mut port = unsafe { Port::for_user_handler(raw, owner, opcode) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let _one_at_a_time = user.registered.one_at_a_time();
-        let _running = crate::rpc::serving::registry::Running::mark(opcode);
+        let _running = crate::rpc::serving::handlers::Running::mark(opcode);
         user.registered.handler.serve(&mut port);
     }));
     if let Err(panic) = outcome {
@@ -240,17 +224,17 @@ unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
         log::error(format_args!(
-            "device {device}: the host handler of opcode {opcode:#06x} panicked: {text}"
+            "{owner}: the host handler of opcode {opcode:#06x} panicked: {text}"
         ));
     }
     match port.finish() {
         Finished::Complete => {}
         Finished::RepliedForHandler => log::error(format_args!(
-            "device {device}: the host handler of opcode {opcode:#06x} did not reply; the device's call \
+            "{owner}: the host handler of opcode {opcode:#06x} did not reply; the device's call \
              got an empty reply"
         )),
         Finished::Untouched => log::error(format_args!(
-            "device {device}: the host handler of opcode {opcode:#06x} did not receive the device's call; \
+            "{owner}: the host handler of opcode {opcode:#06x} did not receive the device's call; \
              the call got its own request back"
         )),
     }
@@ -273,37 +257,21 @@ impl RpcServer {
         memory: Arc<dyn DeviceMemory>,
         heap: Arc<DeviceHeap>,
     ) -> Result<Arc<RpcServer>> {
-        RpcServer::build(device, ports, lane_size, memory, heap, true)
+        RpcServer::build(Owner::Device(device), ports, lane_size, memory, Some(heap))
     }
 
-    /// A server of one port of `lane_size` lanes in host memory, for the serving thread's rehearsals:
-    /// its calls reach no statistics, trace or watchdog, and `answer` serves its opcode as a user
-    /// handler does.
-    pub(super) fn for_rehearsals(lane_size: u32, answer: &'static Registered) -> Result<Arc<RpcServer>> {
-        let memory: Arc<dyn DeviceMemory> = Arc::new(crate::rpc::HostMemory);
-        let heap = DeviceHeap::new(crate::rpc::serving::rehearsal::DEVICE, Arc::clone(&memory), None)?;
-        let server = RpcServer::build(
-            crate::rpc::serving::rehearsal::DEVICE,
-            1,
-            lane_size,
-            memory,
-            heap,
-            false,
-        )?;
-        if let Err(e) = server.install_user_opcode(answer) {
-            let _ = server.shutdown();
-            return Err(e);
-        }
-        Ok(server)
+    /// A server of `ports` ports of `lane_size` lanes for the serving thread's rehearsals, its mailbox
+    /// from `memory`: its calls reach no statistics, trace or watchdog, and it serves no MALLOC or FREE.
+    pub(crate) fn for_rehearsals(ports: u32, lane_size: u32, memory: Arc<dyn DeviceMemory>) -> Result<Arc<RpcServer>> {
+        RpcServer::build(Owner::Rehearsal, ports, lane_size, memory, None)
     }
 
     fn build(
-        device: usize,
+        owner: Owner,
         ports: u32,
         lane_size: u32,
         memory: Arc<dyn DeviceMemory>,
-        heap: Arc<DeviceHeap>,
-        accounted: bool,
+        heap: Option<Arc<DeviceHeap>>,
     ) -> Result<Arc<RpcServer>> {
         if ports == 0 || ports as usize > crate::rpc::protocol::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
@@ -337,7 +305,10 @@ impl RpcServer {
                 status,
             });
         };
-        let callback_state = Box::new(CallbackState { device, heap });
+        let callback_state = match (owner, heap) {
+            (Owner::Device(device), Some(heap)) => Some(Box::new(CallbackState { device, heap })),
+            _ => None,
+        };
         let layout = Layout {
             ports: ports as usize,
             lanes: lane_size as usize,
@@ -345,7 +316,7 @@ impl RpcServer {
         let port_by_port = crate::util::config::host_services().serve == crate::util::config::ServeMode::PortByPort
             && window::libc_layout_matches(raw, mailbox as usize, layout);
         let server = Arc::new(RpcServer {
-            device,
+            owner,
             raw,
             ports,
             lane_size,
@@ -363,18 +334,22 @@ impl RpcServer {
             recent: std::array::from_fn(|_| AtomicU32::new(NO_PORT)),
             recent_next: AtomicUsize::new(0),
             cursor: AtomicUsize::new(0),
-            accounted,
             in_call: (0..if port_by_port { ports } else { 0 })
                 .map(|_| AtomicBool::new(false))
                 .collect(),
             lost: AtomicBool::new(false),
         });
-        let state = (&*server.callback_state as *const CallbackState).cast_mut().cast();
-        let registered = server
-            .register(opcode::MALLOC, serve_malloc, state)
-            .and_then(|()| server.register(opcode::FREE, serve_free, state))
-            .and_then(|()| server.register(opcode::PRINTF, crate::rpc::services::printf::serve, state))
-            .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state));
+        let registered = match &server.callback_state {
+            Some(state) => {
+                let state = (&**state as *const CallbackState).cast_mut().cast();
+                server
+                    .register(opcode::MALLOC, serve_malloc, state)
+                    .and_then(|()| server.register(opcode::FREE, serve_free, state))
+                    .and_then(|()| server.register(opcode::PRINTF, crate::rpc::services::printf::serve, state))
+                    .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state))
+            }
+            None => Ok(()),
+        };
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();
@@ -383,9 +358,9 @@ impl RpcServer {
         Ok(server)
     }
 
-    /// The device this server belongs to.
-    pub fn device(&self) -> usize {
-        self.device
+    /// Whose calls it serves.
+    pub fn owner(&self) -> Owner {
+        self.owner
     }
 
     /// Number of ports.
@@ -423,7 +398,7 @@ impl RpcServer {
     pub fn install_user_opcode(&self, registered: &'static Registered) -> Result<()> {
         let data = RawBox::new(Box::new(UserOpcode {
             registered,
-            device: self.device,
+            owner: self.owner,
         }));
         let pointer = data.as_ptr().cast();
         lock(&self.user_opcodes).push(data);
@@ -557,11 +532,19 @@ impl RpcServer {
 
     /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
     /// `OMPRPC_TRACE`).
-    fn account(&self, port: u32, opcode: u16, lanes: u32, began: u64, moved: crate::rpc::serving::calls::Moved) {
+    fn account(
+        &self,
+        device: usize,
+        port: u32,
+        opcode: u16,
+        lanes: u32,
+        began: u64,
+        moved: crate::rpc::serving::calls::Moved,
+    ) {
         let ended = moved.ended_ns.unwrap_or_else(crate::util::clock::now_ns);
         if crate::rpc::observing::stats::enabled() {
             crate::rpc::observing::stats::global().record(&crate::rpc::observing::stats::Call {
-                device: self.device,
+                device,
                 opcode,
                 lanes,
                 latency_ns: ended.saturating_sub(began),
@@ -570,7 +553,7 @@ impl RpcServer {
             });
         }
         if let Some(trace) = crate::rpc::observing::trace::global() {
-            trace.host_call(self.device, port, opcode, began, ended);
+            trace.host_call(device, port, opcode, began, ended);
         }
     }
 
@@ -657,7 +640,7 @@ impl RpcServer {
     fn serve_port(&self, port: usize) -> bool {
         self.prefetch_request(port);
         let base = self.mailbox as usize;
-        let window = match self.windows[port].claim(self.device, base, self.layout, port, &self.callbacks) {
+        let window = match self.windows[port].claim(self.owner, base, self.layout, port, &self.callbacks) {
             Claim::Mine(window) => window,
             Claim::Busy | Claim::Unavailable => return false,
         };
@@ -668,7 +651,7 @@ impl RpcServer {
             return false;
         }
         let opcode = self.opcode_of(port);
-        if crate::rpc::serving::registry::user_opcode_running(opcode) {
+        if crate::rpc::serving::handlers::user_opcode_running(opcode) {
             // Its handler serves another call: this one waits in its port rather than tie up this
             // thread on the handler's lock.
             return false;
@@ -707,14 +690,14 @@ impl RpcServer {
     /// while it runs, and added to the statistics and the trace when asked for. A handler that waits
     /// for the device may serve again on this thread, so what the thread served before is restored.
     fn observed(&self, port: usize, opcode: u16, serve: impl FnOnce() -> ffi::Status) -> ffi::Status {
-        if !self.accounted {
+        let Owner::Device(device) = self.owner else {
             return serve();
-        }
+        };
         let began = Self::seen_at();
         // Read before serving: the header is the client's again once the reply is sent.
         let lanes = began.map_or(0, |_| self.lane_mask_of(port).count_ones());
         let outer = crate::rpc::serving::calls::begin(
-            self.device,
+            device,
             port as u32,
             opcode,
             crate::rpc::observing::stats::enabled(),
@@ -723,7 +706,7 @@ impl RpcServer {
         let status = serve();
         let moved = crate::rpc::serving::calls::end(outer);
         if let Some(began) = began {
-            self.account(port as u32, opcode, lanes, began, moved);
+            self.account(device, port as u32, opcode, lanes, began, moved);
         }
         status
     }
@@ -735,8 +718,8 @@ impl RpcServer {
             ffi::STATUS_SUCCESS => {}
             ffi::STATUS_UNHANDLED_OPCODE => self.unhandled_opcode(port),
             other => log::error(format_args!(
-                "device {}: LLVM libc's RPC server failed with status {other:#x}",
-                self.device
+                "{}: LLVM libc's RPC server failed with status {other:#x}",
+                self.owner
             )),
         }
     }
@@ -755,9 +738,9 @@ impl RpcServer {
         };
         let what = unknown.map_or_else(|| "an opcode".to_string(), |op| format!("opcode {op:#06x}"));
         log::error(format_args!(
-            "device {} called host service {what}, which has no handler; register one with \
+            "{} called host service {what}, which has no handler; register one with \
              omprpc_register_handler (user opcodes start at 0x8000) before the kernel calls it. Ending the program.",
-            self.device
+            self.owner
         ));
         let _ = catch_unwind(crate::rpc::observing::report_at_exit);
         // SAFETY: fflush(NULL) flushes every output stream; _exit ends the process without running
@@ -954,7 +937,7 @@ pub(crate) mod tests {
     /// Receives, then panics: the device must still get a reply.
     struct PanicsAfterReceiving;
 
-    impl crate::rpc::serving::registry::UserHandler for PanicsAfterReceiving {
+    impl crate::rpc::serving::handlers::UserHandler for PanicsAfterReceiving {
         fn serve(&self, port: &mut Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
@@ -965,7 +948,7 @@ pub(crate) mod tests {
     /// Tries every step out of turn; the refused ones leave the exchange intact.
     struct OutOfTurn;
 
-    impl crate::rpc::serving::registry::UserHandler for OutOfTurn {
+    impl crate::rpc::serving::handlers::UserHandler for OutOfTurn {
         fn serve(&self, port: &mut Port<'_>) {
             let mut packets = port.lane_packets();
             assert!(port.send(&packets).is_err(), "a reply before the request");

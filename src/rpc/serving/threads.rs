@@ -8,8 +8,15 @@
 //! file system), the stand-by becomes the scanner and starts a new stand-by, so that other ports and other
 //! devices are not held up by one slow call. The thread that was held up stands by, or ends if
 //! another thread stands by already. Calls of one user opcode still reach their handler one at a
-//! time (the handler's own lock). The threads start with the first server, so a program that never
-//! uses host services never has them.
+//! time (the handler's own lock).
+//!
+//! [`ServingThreads`] owns them: one per process, started in one place ([`ServingThreads::start`],
+//! when the first server is put in service, and tried again by a kernel that may call the host if
+//! that failed), so a program that never uses host services never has them. They are detached, not
+//! joined: they serve every device of every plugin of the process (the plugin stays loaded, linked
+//! `-z nodelete`), a device's teardown needs only that none holds its server (they hold none while
+//! they sleep, see [`crate::rpc::serving::registry::remove_server`]), and at exit a thread in a
+//! handler that never returns would make a join wait for ever.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -23,7 +30,8 @@ use crate::util::error::{Error, Result};
 use crate::util::sync::{lock, wait, PerProcess};
 use crate::util::{fault, log};
 
-struct Service {
+/// The serving threads of this process, and what they need to share.
+pub struct ServingThreads {
     /// Kernels in flight on devices with a server.
     active: AtomicUsize,
     sleep: Mutex<()>,
@@ -40,9 +48,9 @@ struct Service {
     threads: AtomicUsize,
 }
 
-impl Service {
-    fn new() -> Service {
-        Service {
+impl ServingThreads {
+    fn new() -> ServingThreads {
+        ServingThreads {
             active: AtomicUsize::new(0),
             sleep: Mutex::new(()),
             wake: Condvar::new(),
@@ -55,18 +63,28 @@ impl Service {
     }
 }
 
-/// The service of this process. A forked child, whose serving thread did not survive the fork, gets a
-/// new one (the old one, whose locks may have been held by threads that are gone, is leaked).
-fn service() -> &'static Service {
-    static SERVICE: PerProcess<Service> = PerProcess::new();
-    SERVICE.get_or_make(Service::new, |fresh| {
-        // The servers were registered before the fork; serve them in this process too. If the thread
-        // cannot start now, the child's first kernel that may call the host tries again (and fails
-        // its launch if it still cannot).
-        if let Err(e) = start_thread(fresh) {
+/// The serving threads of this process. A forked child, whose serving threads did not survive the
+/// fork, gets new ones (the old owner, whose locks may have been held by threads that are gone, is
+/// leaked).
+fn service() -> &'static ServingThreads {
+    static SERVICE: PerProcess<ServingThreads> = PerProcess::new();
+    SERVICE.get_or_make(ServingThreads::new, |fresh| {
+        // The servers were put in service before the fork; serve them in this process too. If the
+        // threads cannot start now, the child's first kernel that may call the host tries again (and
+        // fails its launch if they still cannot).
+        if let Err(e) = fresh.start() {
             log::error(format_args!("in a forked child: {e}"));
         }
     })
+}
+
+/// Puts `server` in service: starts the serving threads unless they run (an error if they cannot:
+/// without them the device's calls would wait for ever), arranges for the reports at exit, and adds
+/// the server, with every registered handler, to the servers they serve.
+pub fn put_in_service(server: std::sync::Arc<RpcServer>) -> Result<()> {
+    service().start()?;
+    crate::rpc::observing::report_at_exit_when_asked();
+    registry::add_server(server)
 }
 
 /// How long the scanner spins with nothing to serve before it starts yielding the processor between
@@ -85,29 +103,28 @@ pub const TAKEOVER_AFTER: Duration = Duration::from_millis(1);
 /// Most serving threads at once; with this many held up by slow calls, further calls wait.
 const MAX_THREADS: usize = 16;
 
-/// Starts the serving thread unless it runs already. Without it a kernel that calls the host would
-/// wait for ever (on the host device the kernel runs on the thread that launched it), so a failure is
-/// an error for the caller, and the next call tries again.
-pub(crate) fn ensure_started() -> Result<()> {
-    start_thread(service())
-}
-
-fn start_thread(service: &'static Service) -> Result<()> {
-    if service.running.load(Ordering::Acquire) {
-        return Ok(());
+impl ServingThreads {
+    /// Starts the scanner, a stand-by thread and the watchdog (when asked for), unless they run.
+    /// Without a scanner a kernel that calls the host would wait for ever (on the host device the
+    /// kernel runs on the thread that launched it), so a failure is an error for the caller, and
+    /// the next call tries again.
+    fn start(&'static self) -> Result<()> {
+        if self.running.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _starting = lock(&self.starting);
+        if self.running.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        spawn_serving_thread(self, Role::Scan)?;
+        crate::rpc::observing::watchdog::start(status);
+        // Without a stand-by, calls still get served, only one at a time: not a reason to fail.
+        if let Err(e) = spawn_serving_thread(self, Role::StandBy) {
+            log::info(format_args!("{e}; host calls are served one at a time"));
+        }
+        self.running.store(true, Ordering::Release);
+        Ok(())
     }
-    let _starting = lock(&service.starting);
-    if service.running.load(Ordering::Acquire) {
-        return Ok(());
-    }
-    spawn_serving_thread(service, Role::Scan)?;
-    crate::rpc::observing::watchdog::start();
-    // Without a stand-by, calls still get served, only one at a time: not a reason to fail.
-    if let Err(e) = spawn_serving_thread(service, Role::StandBy) {
-        log::info(format_args!("{e}; host calls are served one at a time"));
-    }
-    service.running.store(true, Ordering::Release);
-    Ok(())
 }
 
 /// What a serving thread does.
@@ -119,7 +136,7 @@ enum Role {
     StandBy,
 }
 
-fn spawn_serving_thread(service: &'static Service, role: Role) -> Result<()> {
+fn spawn_serving_thread(service: &'static ServingThreads, role: Role) -> Result<()> {
     let no_threads_left = Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
     service.threads.fetch_add(1, Ordering::AcqRel);
     if role == Role::StandBy {
@@ -149,7 +166,7 @@ fn spawn_serving_thread(service: &'static Service, role: Role) -> Result<()> {
 /// ended. Fails, counting nothing, when the serving thread cannot be started.
 pub fn kernel_started() -> Result<()> {
     let service = service();
-    start_thread(service)?;
+    service.start()?;
     if service.active.fetch_add(1, Ordering::SeqCst) == 0 {
         let _lock = lock(&service.sleep);
         service.wake.notify_all();
@@ -157,14 +174,13 @@ pub fn kernel_started() -> Result<()> {
     Ok(())
 }
 
-/// Serving threads alive in this process (for the watchdog).
-pub fn serving_threads() -> usize {
-    service().threads.load(Ordering::Acquire)
-}
-
-/// Whether a kernel that may call the host is running (for the watchdog).
-pub fn kernels_in_flight() -> bool {
-    service().active.load(Ordering::SeqCst) > 0
+/// How the serving threads stand, for the watchdog's explanation of a call nobody serves.
+pub fn status() -> crate::rpc::observing::watchdog::ServingStatus {
+    let service = service();
+    crate::rpc::observing::watchdog::ServingStatus {
+        threads: service.threads.load(Ordering::Acquire),
+        kernels_in_flight: service.active.load(Ordering::SeqCst) > 0,
+    }
 }
 
 /// `count` kernels counted by [`kernel_started`] have ended.
@@ -177,7 +193,7 @@ pub fn kernels_finished(count: usize) {
     }
 }
 
-fn serve_forever(service: &'static Service, mut role: Role) {
+fn serve_forever(service: &'static ServingThreads, mut role: Role) {
     let me = calls::my_slot() as *const CallSlot as *mut CallSlot;
     if role == Role::Scan {
         service.scanner.store(me, Ordering::Release);
@@ -204,7 +220,7 @@ fn serve_forever(service: &'static Service, mut role: Role) {
 }
 
 /// Sleeps, holding no server, until a kernel that may call the host runs.
-fn wait_for_kernels(service: &Service) {
+fn wait_for_kernels(service: &ServingThreads) {
     let mut guard = lock(&service.sleep);
     while service.active.load(Ordering::SeqCst) == 0 {
         guard = wait(&service.wake, guard);
@@ -212,7 +228,7 @@ fn wait_for_kernels(service: &Service) {
 }
 
 /// Polls every server while this thread is the scanner; returns when another thread took over.
-fn scan(service: &'static Service, me: *mut CallSlot) -> Role {
+fn scan(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
     let mut quiet = Quiet::default();
     let mut rehearsals = rehearsal::Schedule::default();
     let mut seen = registry::generation();
@@ -273,7 +289,7 @@ impl Quiet {
 
 /// Looks every millisecond at the scanner while kernels run; takes over the scan when one call has
 /// held the scanner longer than [`TAKEOVER_AFTER`], starting a new stand-by thread.
-fn stand_by(service: &'static Service, me: *mut CallSlot) -> Role {
+fn stand_by(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
     // The scanner's call seen at the last look: the same call at two looks a tick apart has held the
     // scanner for at least a tick.
     let mut last_seen: Option<(*mut CallSlot, u64)> = None;
@@ -356,17 +372,17 @@ mod tests {
     fn a_serving_thread_that_cannot_start_is_an_error_and_is_tried_again() {
         // A service of its own, so that the process's serving thread (which other tests start) does
         // not count; its thread sleeps until the test process ends.
-        let service: &'static Service = Box::leak(Box::new(Service::new()));
+        let service: &'static ServingThreads = Box::leak(Box::new(ServingThreads::new()));
         fault::arm("pthread_create");
-        let err = start_thread(service).unwrap_err().to_string();
+        let err = service.start().unwrap_err().to_string();
         assert_eq!(
             err,
             "pthread_create of the RPC serving thread failed: Resource temporarily unavailable (os error 11)"
         );
         assert!(!service.running.load(Ordering::Acquire));
-        start_thread(service).unwrap();
+        service.start().unwrap();
         assert!(service.running.load(Ordering::Acquire));
-        start_thread(service).unwrap();
+        service.start().unwrap();
     }
 
     /// Holds every call until the test opens its gate, then echoes; counts the calls it finished.
@@ -391,7 +407,7 @@ mod tests {
         }
     }
 
-    impl registry::UserHandler for std::sync::Arc<Gated> {
+    impl crate::rpc::serving::handlers::UserHandler for std::sync::Arc<Gated> {
         fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             port.recv(&mut packets).unwrap();
@@ -405,7 +421,7 @@ mod tests {
     /// Echoes every lane's packet, plus one.
     struct Echo;
 
-    impl registry::UserHandler for Echo {
+    impl crate::rpc::serving::handlers::UserHandler for Echo {
         fn serve(&self, port: &mut crate::rpc::protocol::port::Port<'_>) {
             let mut packets = port.lane_packets();
             let lanes = port.recv(&mut packets).unwrap() as usize;
@@ -431,7 +447,7 @@ mod tests {
             .map(|device| RpcServer::new(device, 8, 1, Arc::new(CountingMemory::default())).unwrap())
             .collect();
         for server in &servers {
-            registry::add_server(Arc::clone(server)).unwrap();
+            put_in_service(Arc::clone(server)).unwrap();
         }
         kernel_started().unwrap();
         let devices: Vec<SimulatedDevice> = servers.iter().map(|s| SimulatedDevice::new(Arc::clone(s))).collect();
@@ -493,7 +509,7 @@ mod tests {
         let slow = RpcServer::new(72, 32, 1, Arc::new(CountingMemory::default())).unwrap();
         let quick = RpcServer::new(73, 4, 1, Arc::new(CountingMemory::default())).unwrap();
         for server in [&slow, &quick] {
-            registry::add_server(Arc::clone(server)).unwrap();
+            put_in_service(Arc::clone(server)).unwrap();
         }
         kernel_started().unwrap();
         let (slow_device, quick_device) = (
@@ -533,9 +549,9 @@ mod tests {
         });
         assert_eq!(gated.finished.load(Ordering::SeqCst), 30);
         assert!(
-            serving_threads() <= MAX_THREADS + 1,
+            status().threads <= MAX_THREADS + 1,
             "{} serving threads",
-            serving_threads()
+            status().threads
         );
         kernels_finished(1);
         drop((slow_device, quick_device));
