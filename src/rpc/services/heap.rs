@@ -21,10 +21,13 @@
 //! returned, the middle of a block) is refused with an error line instead of being obeyed.
 
 use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use offset_allocator::{Allocation, Allocator};
+
+use crate::rpc::protocol::ffi;
 
 use crate::rpc::DeviceMemory;
 use crate::util::address_map::AddressMap;
@@ -227,6 +230,58 @@ impl DeviceHeap {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// What the MALLOC and FREE callbacks need; boxed so that libc can hold a pointer to it.
+pub(crate) struct HeapService {
+    /// The device, for messages.
+    pub(crate) device: usize,
+    /// Its heap.
+    pub(crate) heap: Arc<DeviceHeap>,
+}
+
+/// Serves MALLOC: the client sends the size, and receives the pointer (null when there is no room).
+pub(crate) unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
+    unsafe extern "C" fn fill(buffer: *mut ffi::Buffer, data: *mut c_void) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: `data` is the server's `HeapService`; `buffer` is a live packet of this port.
+            let (state, buffer) = unsafe { (&*data.cast::<HeapService>(), &mut *buffer) };
+            buffer.data[0] = state.heap.malloc(buffer.data[0] as usize) as u64;
+            crate::rpc::serving::calls::moved_to_host(|| 8);
+            crate::rpc::serving::calls::moved_to_device(|| 8);
+        }));
+    }
+    // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
+    unsafe { ffi::rpc_recv_and_send(port, fill, data) };
+}
+
+/// Serves FREE: the client sends the pointer; no reply.
+pub(crate) unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
+    unsafe extern "C" fn take(buffer: *mut ffi::Buffer, data: *mut c_void) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: as in `serve_malloc`.
+            let (state, buffer) = unsafe { (&*data.cast::<HeapService>(), &*buffer) };
+            let ptr = buffer.data[0] as usize;
+            crate::rpc::serving::calls::moved_to_host(|| 8);
+            if ptr == 0 {
+                return;
+            }
+            match state.heap.free(ptr) {
+                Ok(Freed::Done) => {}
+                Ok(Freed::NotABlock) => log::error(format_args!(
+                    "device {}: free({ptr:#x}) of memory that is not a live block of the device's malloc \
+                     (freed already, or never returned by it); ignored",
+                    state.device
+                )),
+                Err(e) => log::error(format_args!(
+                    "device {}: free({ptr:#x}) from the device: {e}",
+                    state.device
+                )),
+            }
+        }));
+    }
+    // SAFETY: as in `serve_malloc`.
+    unsafe { ffi::rpc_recv(port, take, data) };
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! heap, `printf` through the host's C library, the C streams device code reaches, and `assert`.
 
 pub mod assertion;
+pub mod exit;
 pub mod heap;
 pub mod printf;
 pub mod streams;

@@ -2,11 +2,15 @@
 //! (one lock per opcode, so that a handler needs none of its own), and which opcodes' handlers are
 //! running now (so that a second call of a busy opcode waits in its port, not on a serving thread).
 
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::rpc::protocol::ffi::opcode;
-use crate::rpc::protocol::port::Port;
+use crate::rpc::protocol::ffi::{self, opcode};
+use crate::rpc::protocol::port::{Finished, Port};
+use crate::rpc::protocol::Owner;
+use crate::util::log;
 use crate::util::sync::{lock, PerProcess};
 
 /// A host handler for a user opcode. It runs on whichever thread serves the port (the serving thread,
@@ -82,5 +86,51 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.0.store(false, Ordering::Release);
+    }
+}
+
+/// libc's callback data for one user opcode on one server: which handler, and whose calls (for
+/// messages).
+pub(crate) struct UserOpcode {
+    pub(crate) registered: &'static Registered,
+    pub(crate) owner: Owner,
+}
+
+/// libc's callback for every user opcode.
+///
+/// # Safety
+/// Called by libc's server with the port it is serving and the data `install_user_opcode` registered.
+pub(crate) unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
+    // SAFETY: `install_user_opcode` registers a `UserOpcode` that the server owns and keeps until it is
+    // shut down, after which libc calls no callback of it.
+    let user = unsafe { &*data.cast::<UserOpcode>() };
+    let (owner, opcode) = (user.owner, user.registered.opcode);
+    // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
+    let mut port = unsafe { Port::for_user_handler(raw, owner, opcode) };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let _one_at_a_time = user.registered.one_at_a_time();
+        let _running = Running::mark(opcode);
+        user.registered.handler.serve(&mut port);
+    }));
+    if let Err(panic) = outcome {
+        let text = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        log::error(format_args!(
+            "{owner}: the host handler of opcode {opcode:#06x} panicked: {text}"
+        ));
+    }
+    match port.finish() {
+        Finished::Complete => {}
+        Finished::RepliedForHandler => log::error(format_args!(
+            "{owner}: the host handler of opcode {opcode:#06x} did not reply; the device's call \
+             got an empty reply"
+        )),
+        Finished::Untouched => log::error(format_args!(
+            "{owner}: the host handler of opcode {opcode:#06x} did not receive the device's call; \
+             the call got its own request back"
+        )),
     }
 }

@@ -1,5 +1,6 @@
-//! One server of a device: owns libc's `rpc_device_t` and the shared mailbox, serves MALLOC and FREE
-//! through the device's heap, routes user opcodes to the handlers of [`crate::rpc::serving::registry`], and
+//! One server of a device: owns libc's `rpc_device_t` and the shared mailbox, gives libc the
+//! callbacks of the device's services (MALLOC and FREE from its heap, PRINTF, ASSERT) and of the user
+//! opcodes ([`super::handlers::dispatch`]), finds the ports whose requests wait and serves them, and
 //! turns a request nobody handles into a clear error instead of a hang.
 
 use std::ffi::c_void;
@@ -9,51 +10,15 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::rpc::protocol::ffi::{self, opcode};
 use crate::rpc::protocol::mailbox::{Layout, HEADER_OPCODE_OFFSET};
-use crate::rpc::protocol::port::{Finished, Port};
 use crate::rpc::protocol::window::{self, Callbacks, Claim, PortWindow};
 use crate::rpc::protocol::Owner;
-use crate::rpc::services::heap::{DeviceHeap, Freed};
-use crate::rpc::serving::handlers::Registered;
+use crate::rpc::services::heap::{serve_free, serve_malloc, DeviceHeap, HeapService};
+use crate::rpc::serving::handlers::{dispatch, Registered, UserOpcode};
 use crate::rpc::DeviceMemory;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
 use crate::util::{fault, log};
-
-// In the shared object, the link wraps `exit` (see build.rs): the only caller of `exit` there is
-// libc's RPC server serving a device's EXIT, and it lands here. The symbol is hidden, so it is not
-// exported.
-core::arch::global_asm!(
-    ".globl __wrap_exit",
-    ".hidden __wrap_exit",
-    ".type __wrap_exit, @function",
-    "__wrap_exit:",
-    "jmp {device_exit}",
-    device_exit = sym device_exit,
-);
-
-/// A device called `exit(status)`. The kernel that called it never returns, so normal teardown
-/// (libomptarget's destructors, libomp's shutdown, our deinit) could wait for it forever: flush every
-/// output stream, as `exit` would, and end the process with `quick_exit`, as upstream LLVM does.
-extern "C" fn device_exit(status: libc::c_int) -> ! {
-    extern "C" {
-        /// C11 `quick_exit` (glibc), which the libc crate does not declare.
-        fn quick_exit(status: libc::c_int) -> !;
-    }
-    log::info(format_args!("a device called exit({status}); ending the process"));
-    let _ = catch_unwind(crate::rpc::observing::report_at_exit);
-    // SAFETY: fflush(NULL) flushes every output stream; quick_exit ends the process with `status`.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-        quick_exit(status)
-    }
-}
-
-/// What the MALLOC and FREE callbacks need; boxed so that libc can hold a pointer to it.
-struct CallbackState {
-    device: usize,
-    heap: Arc<DeviceHeap>,
-}
 
 /// The RPC server of one device (or of the serving thread's rehearsals).
 pub struct RpcServer {
@@ -67,7 +32,7 @@ pub struct RpcServer {
     layout: Layout,
     memory: Arc<dyn DeviceMemory>,
     /// A device's: its heap, for MALLOC and FREE; rehearsals have none and call neither.
-    callback_state: Option<Box<CallbackState>>,
+    callback_state: Option<Box<HeapService>>,
     /// Serving through libc's whole-server scan holds it shared; adding a callback to that server's
     /// (unlocked) map holds it exclusively. Windows need no gate (see [`PortWindow`]).
     gate: RwLock<()>,
@@ -150,96 +115,6 @@ unsafe extern "C" fn free_mailbox(ptr: *mut c_void, data: *mut c_void) {
     }));
 }
 
-/// Serves MALLOC: the client sends the size, and receives the pointer (null when there is no room).
-unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void) {
-    unsafe extern "C" fn fill(buffer: *mut ffi::Buffer, data: *mut c_void) {
-        let _ = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: `data` is the server's `CallbackState`; `buffer` is a live packet of this port.
-            let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &mut *buffer) };
-            buffer.data[0] = state.heap.malloc(buffer.data[0] as usize) as u64;
-            crate::rpc::serving::calls::moved_to_host(|| 8);
-            crate::rpc::serving::calls::moved_to_device(|| 8);
-        }));
-    }
-    // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
-    unsafe { ffi::rpc_recv_and_send(port, fill, data) };
-}
-
-/// Serves FREE: the client sends the pointer; no reply.
-unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
-    unsafe extern "C" fn take(buffer: *mut ffi::Buffer, data: *mut c_void) {
-        let _ = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: as in `serve_malloc`.
-            let (state, buffer) = unsafe { (&*data.cast::<CallbackState>(), &*buffer) };
-            let ptr = buffer.data[0] as usize;
-            crate::rpc::serving::calls::moved_to_host(|| 8);
-            if ptr == 0 {
-                return;
-            }
-            match state.heap.free(ptr) {
-                Ok(Freed::Done) => {}
-                Ok(Freed::NotABlock) => log::error(format_args!(
-                    "device {}: free({ptr:#x}) of memory that is not a live block of the device's malloc \
-                     (freed already, or never returned by it); ignored",
-                    state.device
-                )),
-                Err(e) => log::error(format_args!(
-                    "device {}: free({ptr:#x}) from the device: {e}",
-                    state.device
-                )),
-            }
-        }));
-    }
-    // SAFETY: as in `serve_malloc`.
-    unsafe { ffi::rpc_recv(port, take, data) };
-}
-
-/// libc's callback data for one user opcode on one server: which handler, and whose calls (for
-/// messages).
-struct UserOpcode {
-    registered: &'static Registered,
-    owner: Owner,
-}
-
-/// libc's callback for every user opcode.
-///
-/// # Safety
-/// Called by libc's server with the port it is serving and the data `install_user_opcode` registered.
-unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
-    // SAFETY: `install_user_opcode` registers a `UserOpcode` that the server owns and keeps until it is
-    // shut down, after which libc calls no callback of it.
-    let user = unsafe { &*data.cast::<UserOpcode>() };
-    let (owner, opcode) = (user.owner, user.registered.opcode);
-    // SAFETY: the port is the one libc is serving for this call; it does not outlive the call.
-    let mut port = unsafe { Port::for_user_handler(raw, owner, opcode) };
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let _one_at_a_time = user.registered.one_at_a_time();
-        let _running = crate::rpc::serving::handlers::Running::mark(opcode);
-        user.registered.handler.serve(&mut port);
-    }));
-    if let Err(panic) = outcome {
-        let text = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        log::error(format_args!(
-            "{owner}: the host handler of opcode {opcode:#06x} panicked: {text}"
-        ));
-    }
-    match port.finish() {
-        Finished::Complete => {}
-        Finished::RepliedForHandler => log::error(format_args!(
-            "{owner}: the host handler of opcode {opcode:#06x} did not reply; the device's call \
-             got an empty reply"
-        )),
-        Finished::Untouched => log::error(format_args!(
-            "{owner}: the host handler of opcode {opcode:#06x} did not receive the device's call; \
-             the call got its own request back"
-        )),
-    }
-}
-
 impl RpcServer {
     /// Creates a server of `device` with `ports` ports of `lane_size` lanes, its mailbox from
     /// `memory`, and a heap of its own served directly by `memory`; see [`RpcServer::with_heap`].
@@ -306,7 +181,7 @@ impl RpcServer {
             });
         };
         let callback_state = match (owner, heap) {
-            (Owner::Device(device), Some(heap)) => Some(Box::new(CallbackState { device, heap })),
+            (Owner::Device(device), Some(heap)) => Some(Box::new(HeapService { device, heap })),
             _ => None,
         };
         let layout = Layout {
@@ -341,7 +216,7 @@ impl RpcServer {
         });
         let registered = match &server.callback_state {
             Some(state) => {
-                let state = (&**state as *const CallbackState).cast_mut().cast();
+                let state = (&**state as *const HeapService).cast_mut().cast();
                 server
                     .register(opcode::MALLOC, serve_malloc, state)
                     .and_then(|()| server.register(opcode::FREE, serve_free, state))
@@ -815,6 +690,7 @@ impl RpcServer {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::rpc::protocol::port::Port;
     use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
     use std::sync::atomic::AtomicUsize;
 
