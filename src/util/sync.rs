@@ -1,6 +1,29 @@
-//! Locking that tolerates poison. A panic is caught at the C boundary and the process goes on, so a
-//! lock may be poisoned; every update the plugin makes under a lock is a single step that leaves the
-//! data consistent, so the data stays usable.
+//! Locking that tolerates poison, and statics of which each process has its own.
+//!
+//! A panic is caught at the C boundary and the process goes on, so a lock may be poisoned; every
+//! update the plugin makes under a lock is a single step that leaves the data consistent, so the data
+//! stays usable.
+//!
+//! # Which statics are per process
+//!
+//! A forked child has only the thread that called `fork`. A static is a [`PerProcess`] when what it
+//! holds belongs to the threads or to the process that made it:
+//! * a thread, or what only threads that did not survive the fork update (the serving threads' owner,
+//!   the watchdog, the call slots of serving threads);
+//! * a lock that a thread may hold across a wait or across code not ours (a user handler's lock, the
+//!   statistics' shards, the trace's ring, rehearsal stages);
+//! * what only the process that made it should report (statistics, trace).
+//!
+//! A static stays shared with a child when the child needs the parent's contents to go on and its
+//! lock is held only for a short update that calls out to nothing that waits for another thread:
+//! * the registry of servers and handlers (`rpc::serving::registry`): the child serves the mailboxes
+//!   it inherited, with the handlers registered before the fork;
+//! * the table of C streams handed to devices (`rpc::services::streams`): the child inherits the
+//!   streams themselves.
+//!
+//! A fork that lands inside one of those updates (a load, an unload, a handler registration, a
+//! device's `fopen` or `fclose` on another thread at that instant) leaves the child's copy locked;
+//! POSIX allows a child of a threaded program only async-signal-safe calls before `exec` anyway.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -59,7 +82,9 @@ fn watch_forks() {
 /// fork and may have left the value's locks held for ever, gets a fresh one the first time it asks,
 /// and the parent's is leaked. No lock is taken to replace it, so a fork at any moment is safe.
 /// Dropping it drops the value of the process that drops it.
-pub struct PerProcess<T: 'static> {
+///
+/// `T` must be `Send`: the value is made on whichever thread asks first and dropped on another.
+pub struct PerProcess<T: Send + 'static> {
     current: AtomicPtr<OfGeneration<T>>,
     /// Sendable and shareable exactly as `T` is.
     _owns: PhantomData<Box<T>>,
@@ -70,7 +95,7 @@ struct OfGeneration<T> {
     value: T,
 }
 
-impl<T: 'static> PerProcess<T> {
+impl<T: Send + 'static> PerProcess<T> {
     /// None made yet.
     pub const fn new() -> PerProcess<T> {
         PerProcess {
@@ -129,7 +154,7 @@ impl<T: 'static> PerProcess<T> {
     }
 }
 
-impl<T: 'static> Drop for PerProcess<T> {
+impl<T: Send + 'static> Drop for PerProcess<T> {
     fn drop(&mut self) {
         let current = *self.current.get_mut();
         if !current.is_null() {
@@ -140,7 +165,7 @@ impl<T: 'static> Drop for PerProcess<T> {
     }
 }
 
-impl<T: 'static> Default for PerProcess<T> {
+impl<T: Send + 'static> Default for PerProcess<T> {
     fn default() -> Self {
         PerProcess::new()
     }
