@@ -93,21 +93,14 @@ fn round_trip(ports: u32, lanes: usize, calls: usize, idle: usize, warps: usize)
 /// word), with neither libc's server nor the plugin. What any server costs with this mailbox protocol
 /// on this machine: the floor under the plugin's figure.
 fn protocol_floor(ports: u32, lanes: usize, calls: usize) -> f64 {
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     let server = RpcServer::new(0, ports, lanes as u32, Arc::new(HostMemory)).unwrap();
     let device = SimulatedDevice::new(Arc::clone(&server));
-    let (base, layout) = (server.mailbox_address(), server.layout());
+    let mailbox = server.mailbox();
     let done = AtomicBool::new(false);
     let ns = std::thread::scope(|scope| {
         scope.spawn(|| {
-            // SAFETY: both words lie inside the mailbox, which `server` keeps alive; they are only
-            // accessed atomically.
-            let (mine, theirs) = unsafe {
-                (
-                    &*((base + layout.server_word(0)) as *const AtomicU32),
-                    &*((base + layout.client_word(0)) as *const AtomicU32),
-                )
-            };
+            let (mine, theirs) = (mailbox.server_word(0), mailbox.client_word(0));
             let mut out = mine.load(Ordering::Relaxed);
             while !done.load(Ordering::Relaxed) {
                 if theirs.load(Ordering::Acquire) == out {
@@ -115,9 +108,9 @@ fn protocol_floor(ports: u32, lanes: usize, calls: usize) -> f64 {
                     continue;
                 }
                 for lane in 0..lanes {
-                    let packet = (base + layout.packet(0, lane)) as *mut [u64; 8];
+                    let packet = mailbox.packet(0, lane);
                     // SAFETY: the port belongs to the server until it flips its word; the packet
-                    // lies inside the mailbox.
+                    // lies inside the mailbox, which `server` keeps alive.
                     unsafe { packet.write_volatile(packet.read_volatile()) };
                 }
                 out ^= 1;

@@ -6,63 +6,37 @@
 //! opcodes, partial lane masks, exit) runs in tests and benchmarks on a machine without a GPU.
 
 use std::ffi::CStr;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::protocol::mailbox::{Layout, HEADER_OPCODE_OFFSET, PACKET_BYTES};
+use super::protocol::client::{Client, ClientPort};
+use super::protocol::mailbox::PACKET_BYTES;
 use super::serving::server::RpcServer;
 use crate::backend::gpu::sim_memory;
 
 /// Bytes of payload in the first packet of a byte string (the rest of it holds the size).
 const FIRST_CHUNK: usize = PACKET_BYTES - 8;
 
-/// The client side of one device's mailbox: the lock bits that the device's warps share.
+/// A simulated device: the client side of one server's mailbox, whose waits for the host close
+/// device memory to the waiting thread (see `gpu::sim_memory`), as a GPU's memory is not the host's.
 pub struct SimulatedDevice {
-    /// Keeps the mailbox that `base` points into alive.
+    /// Keeps the mailbox that `client` plays alive.
     server: Arc<RpcServer>,
-    base: *mut u8,
-    layout: Layout,
-    locks: Box<[AtomicU32]>,
-    /// Whether long waits sleep (see [`SimulatedDevice::nap_while_waiting`]).
-    napping: std::sync::atomic::AtomicBool,
-}
-
-// SAFETY: `base` points to the mailbox of `server`, which the client holds, so the mailbox lives as
-// long as the client; all shared words are accessed atomically, and packets only by the lanes of the
-// port's current owner.
-unsafe impl Send for SimulatedDevice {}
-// SAFETY: as above.
-unsafe impl Sync for SimulatedDevice {}
-
-/// One open port of a simulated warp.
-pub struct ClientPort<'a> {
-    device: &'a SimulatedDevice,
-    index: usize,
-    mask: u64,
-    out: u32,
-    receive: bool,
-    owns_buffer: bool,
+    client: Client,
 }
 
 impl SimulatedDevice {
     /// The client side of `server`'s mailbox; holding the server keeps the mailbox alive.
     pub fn new(server: Arc<RpcServer>) -> SimulatedDevice {
-        let layout = server.layout();
         SimulatedDevice {
-            base: server.mailbox_address() as *mut u8,
+            client: Client::new(server.mailbox()).with_waits(|wait| sim_memory::host_side(wait)),
             server,
-            layout,
-            locks: (0..layout.ports.div_ceil(32)).map(|_| AtomicU32::new(0)).collect(),
-            napping: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// Makes this device's warps sleep 1 ms between looks once a wait grows long, instead of
-    /// yielding the processor over and over: a GPU's warps use none of the host's processors while
-    /// they wait, and many simulated warps that yield in a loop would starve the serving threads of
-    /// a small machine.
+    /// Makes this device's warps sleep 1 ms between looks once a wait grows long (see
+    /// [`Client::nap_while_waiting`]).
     pub fn nap_while_waiting(&self) {
-        self.napping.store(true, Ordering::Relaxed);
+        self.client.nap_while_waiting();
     }
 
     /// The server this device talks to.
@@ -72,160 +46,19 @@ impl SimulatedDevice {
 
     /// Lanes of a warp of this device.
     pub fn lanes(&self) -> usize {
-        self.layout.lanes
-    }
-
-    fn word(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: `offset` is a word offset of the layout, inside the mailbox, 4-byte aligned; the
-        // words are only accessed atomically.
-        unsafe { &*self.base.add(offset).cast::<AtomicU32>() }
-    }
-
-    fn inbox(&self, port: usize) -> u32 {
-        self.word(self.layout.server_word(port)).load(Ordering::Acquire)
+        self.client.layout().lanes
     }
 
     /// Opens a port for opcode `opcode` with the active lanes `mask`, trying ports from `start` on, as
     /// the leader lane of a warp does.
     pub fn open(&self, opcode: u16, mask: u64, start: usize) -> ClientPort<'_> {
-        assert!(mask != 0, "a warp opens a port with at least one active lane");
-        let ports = self.layout.ports;
-        let mut index = start % ports;
-        if let Some(port) = self.try_open(opcode, mask, index) {
-            return port;
-        }
-        // Waiting for a free port is waiting for the host: device memory is closed to this thread.
-        sim_memory::host_side(|| {
-            let mut spins = 0u32;
-            loop {
-                index = (index + 1) % ports;
-                back_off(&mut spins, &self.napping);
-                if let Some(port) = self.try_open(opcode, mask, index) {
-                    return port;
-                }
-            }
-        })
-    }
-
-    fn try_open(&self, opcode: u16, mask: u64, index: usize) -> Option<ClientPort<'_>> {
-        let bit = 1u32 << (index % 32);
-        if self.locks[index / 32].fetch_or(bit, Ordering::Acquire) & bit != 0 {
-            return None;
-        }
-        let out = self.word(self.layout.client_word(index)).load(Ordering::Relaxed);
-        if self.inbox(index) != out {
-            self.locks[index / 32].fetch_and(!bit, Ordering::Release);
-            return None;
-        }
-        // SAFETY: the port is ours (lock bit held, words equal); its header lies inside the mailbox
-        // and nobody else writes it now.
-        unsafe {
-            let header = self.base.add(self.layout.header(index));
-            header.cast::<u64>().write_volatile(mask);
-            header.add(HEADER_OPCODE_OFFSET).cast::<u16>().write_volatile(opcode);
-        }
-        Some(ClientPort {
-            device: self,
-            index,
-            mask,
-            out,
-            receive: false,
-            owns_buffer: true,
-        })
+        self.client.open(opcode, mask, start)
     }
 }
 
-fn back_off(spins: &mut u32, napping: &std::sync::atomic::AtomicBool) {
-    *spins += 1;
-    if *spins < 256 {
-        std::hint::spin_loop();
-    } else if *spins < 512 || !napping.load(Ordering::Relaxed) {
-        std::thread::yield_now();
-    } else {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-}
-
+/// Byte strings, as libc's client sends and receives them (tests only: the plugin's own client sends
+/// packets).
 impl ClientPort<'_> {
-    /// The active lanes, in lane order.
-    pub fn active_lanes(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.device.layout.lanes).filter(|&lane| self.mask & (1 << lane) != 0)
-    }
-
-    fn packet(&self, lane: usize) -> *mut [u64; 8] {
-        // SAFETY: `lane < lanes`, so the packet lies inside the mailbox.
-        unsafe { self.device.base.add(self.device.layout.packet(self.index, lane)).cast() }
-    }
-
-    fn wait_for_ownership(&self, mut inbox: u32) {
-        if inbox != self.out {
-            // A wait for the host: device memory is closed to this thread meanwhile.
-            sim_memory::host_side(|| {
-                let mut spins = 0u32;
-                while inbox != self.out {
-                    back_off(&mut spins, &self.device.napping);
-                    inbox = self.device.inbox(self.index);
-                }
-            });
-        }
-        fence(Ordering::Acquire);
-    }
-
-    fn flip(&mut self) {
-        self.out ^= 1;
-        self.device
-            .word(self.device.layout.client_word(self.index))
-            .store(self.out, Ordering::Release);
-    }
-
-    /// Sends one packet per active lane, filled by `fill(lane, packet)`.
-    pub fn send(&mut self, mut fill: impl FnMut(usize, &mut [u64; 8])) {
-        let inbox = if self.owns_buffer {
-            self.out
-        } else {
-            self.device.inbox(self.index)
-        };
-        self.wait_for_ownership(inbox);
-        let lanes: Vec<usize> = self.active_lanes().collect();
-        for lane in lanes {
-            let mut data = [0u64; 8];
-            fill(lane, &mut data);
-            // SAFETY: the port is ours; the lane's packet lies inside the mailbox.
-            unsafe { self.packet(lane).write_volatile(data) };
-        }
-        self.flip();
-        self.owns_buffer = false;
-        self.receive = false;
-    }
-
-    /// Waits until the server has taken what was sent and waits for this side again, without sending
-    /// (a device that stops in the middle of a call does this much).
-    pub fn wait_for_turn(&self) {
-        self.wait_for_ownership(self.device.inbox(self.index));
-    }
-
-    /// Receives one packet per active lane, handed to `take(lane, packet)`.
-    pub fn recv(&mut self, mut take: impl FnMut(usize, &[u64; 8])) {
-        if self.receive {
-            self.flip();
-            self.owns_buffer = false;
-        }
-        let inbox = if self.owns_buffer {
-            self.out
-        } else {
-            self.device.inbox(self.index)
-        };
-        self.wait_for_ownership(inbox);
-        let lanes: Vec<usize> = self.active_lanes().collect();
-        for lane in lanes {
-            // SAFETY: the port is ours again; the lane's packet lies inside the mailbox.
-            let data = unsafe { self.packet(lane).read_volatile() };
-            take(lane, &data);
-        }
-        self.receive = true;
-        self.owns_buffer = true;
-    }
-
     /// Sends `data[lane]` from each active lane: as many packets as the longest string needs, as a
     /// GPU client does (each lane stops copying when its own string ends).
     pub fn send_n(&mut self, data: &[&[u8]]) {
@@ -252,8 +85,8 @@ impl ClientPort<'_> {
 
     /// Receives a byte string per active lane (lane-indexed; inactive lanes get empty strings).
     pub fn recv_n(&mut self) -> Vec<Vec<u8>> {
-        let mut out = vec![Vec::new(); self.device.layout.lanes];
-        let mut sizes = vec![0usize; self.device.layout.lanes];
+        let mut out = vec![Vec::new(); self.lanes()];
+        let mut sizes = vec![0usize; self.lanes()];
         self.recv(|lane, packet| {
             sizes[lane] = packet[0] as usize;
             let n = sizes[lane].min(FIRST_CHUNK);
@@ -271,12 +104,6 @@ impl ClientPort<'_> {
             at += PACKET_BYTES;
         }
         out
-    }
-
-    /// Closes the port, as the leader lane does.
-    pub fn close(self) {
-        let bit = 1u32 << (self.index % 32);
-        self.device.locks[self.index / 32].fetch_and(!bit, Ordering::Release);
     }
 }
 
@@ -370,7 +197,7 @@ impl<'a> SimulatedWarp<'a> {
 
     /// The mask of every lane.
     pub fn full_mask(&self) -> u64 {
-        self.device.layout.every_lane()
+        self.device.client.layout().every_lane()
     }
 
     /// `printf` from the lanes of `mask`, lane `i` with `calls[i]`; returns each lane's result.

@@ -1,6 +1,7 @@
-//! The one description of the shared mailbox of LLVM libc 19.1's RPC protocol, used by the server
-//! (to find waiting requests), by the simulated-warp client, and checked against the device header's
-//! constants and against the client object libc's server hands out.
+//! The one description of the shared mailbox of LLVM libc 19.1's RPC protocol, and the one way its
+//! words and headers are reached ([`Mailbox`]): by the server (to find waiting requests, to answer
+//! for a lost device), by the watchdog, by the rehearsals' client and the simulated warps. Checked
+//! against the device header's constants and against the client object libc's server hands out.
 //!
 //! For N ports of L lanes, one block of host memory that the device also sees:
 //!
@@ -12,6 +13,8 @@
 //! ```
 //!
 //! A port belongs to the client while its two words are equal and to the server while they differ.
+
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 /// Bytes of one lane's packet.
 pub const PACKET_BYTES: usize = 64;
@@ -71,6 +74,93 @@ impl Layout {
     /// Bytes of the whole mailbox.
     pub fn size(&self) -> usize {
         self.packets() + PACKET_BYTES * self.ports * self.lanes
+    }
+}
+
+/// A mailbox in memory, as either side reaches it. Its words and headers are atomics here, so that
+/// the host's threads (serving threads, the watchdog, a simulated device) never race in Rust's model
+/// and a GPU's writes are seen; its packets are plain memory, which libc's server reads and writes
+/// and which only the side that holds the port touches.
+#[derive(Clone, Copy, Debug)]
+pub struct Mailbox {
+    base: *mut u8,
+    layout: Layout,
+}
+
+// SAFETY: a view of memory that its owner keeps mapped while views are used (see `Mailbox::new`);
+// what several threads reach through it (words, headers) is atomic.
+unsafe impl Send for Mailbox {}
+// SAFETY: as above.
+unsafe impl Sync for Mailbox {}
+
+impl Mailbox {
+    /// A view of the mailbox at `base`, laid out as `layout`.
+    ///
+    /// # Safety
+    /// `base` is 8-byte aligned and starts `layout.size()` bytes of memory that stay mapped while the
+    /// view (or a copy) is used, and whose words and headers nobody on the host reaches but through a
+    /// view.
+    pub unsafe fn new(base: *mut u8, layout: Layout) -> Mailbox {
+        Mailbox { base, layout }
+    }
+
+    /// Where everything is in it.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Its host address.
+    pub fn address(&self) -> usize {
+        self.base as usize
+    }
+
+    /// The atomic at byte `offset`, a place of the layout for a `T`.
+    fn at<T>(&self, offset: usize) -> &T {
+        debug_assert!(offset + std::mem::size_of::<T>() <= self.layout.size());
+        // SAFETY: callers pass offsets of the layout for a `T` (checked against the port and lane
+        // counts), inside the mailbox and aligned for `T` (the base is 8-byte aligned, words at 4,
+        // headers at 16); the memory stays mapped while `self` is used (`new`).
+        unsafe { &*self.base.add(offset).cast::<T>() }
+    }
+
+    /// The word of `port` that only the server writes: it flips it to hand the port back.
+    pub fn server_word(&self, port: usize) -> &AtomicU32 {
+        assert!(port < self.layout.ports, "port {port} of {}", self.layout.ports);
+        self.at(self.layout.server_word(port))
+    }
+
+    /// The word of `port` that only the client writes: it flips it to hand the port to the server.
+    pub fn client_word(&self, port: usize) -> &AtomicU32 {
+        assert!(port < self.layout.ports, "port {port} of {}", self.layout.ports);
+        self.at(self.layout.client_word(port))
+    }
+
+    /// The lanes active in `port`'s request (the header's first word).
+    pub fn lane_mask(&self, port: usize) -> &AtomicU64 {
+        assert!(port < self.layout.ports, "port {port} of {}", self.layout.ports);
+        self.at(self.layout.header(port))
+    }
+
+    /// The opcode of `port`'s request.
+    pub fn opcode(&self, port: usize) -> &AtomicU16 {
+        assert!(port < self.layout.ports, "port {port} of {}", self.layout.ports);
+        self.at(self.layout.header(port) + HEADER_OPCODE_OFFSET)
+    }
+
+    /// Whether `port` holds a request for the server (its two words differ); what the client wrote
+    /// before handing it over is visible after this says yes.
+    pub fn holds_request(&self, port: usize) -> bool {
+        self.server_word(port).load(Ordering::Acquire) != self.client_word(port).load(Ordering::Acquire)
+    }
+
+    /// Where the packet of `lane` on `port` lies: only the side that holds the port reads or writes it.
+    pub fn packet(&self, port: usize, lane: usize) -> *mut [u64; 8] {
+        assert!(
+            port < self.layout.ports && lane < self.layout.lanes,
+            "lane {lane} of port {port}"
+        );
+        // SAFETY: inside the mailbox, per the checks above and `new`.
+        unsafe { self.base.add(self.layout.packet(port, lane)).cast() }
     }
 }
 

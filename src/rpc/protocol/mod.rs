@@ -1,6 +1,8 @@
 //! LLVM libc's RPC protocol as the host sees it: the C library's server through FFI, the shared
 //! mailbox's layout, a one-port window onto libc's server, and the port a handler serves.
 
+#[cfg(feature = "rpc")]
+pub mod client;
 pub mod ffi;
 pub mod mailbox;
 #[cfg(feature = "rpc")]

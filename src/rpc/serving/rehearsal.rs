@@ -19,11 +19,12 @@
 //! rehearses. A device request that arrives during
 //! one waits for it to end (well under a microsecond when warm).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::rpc::protocol::mailbox::{HEADER_OPCODE_OFFSET, LANE_SIZES};
+use crate::rpc::protocol::client::Client;
+use crate::rpc::protocol::mailbox::LANE_SIZES;
 use crate::rpc::protocol::port::{Packet, Port};
 use crate::rpc::serving::handlers::{Registered, UserHandler};
 use crate::rpc::serving::server::RpcServer;
@@ -40,9 +41,11 @@ pub const REHEARSE_EVERY: Duration = Duration::from_micros(250);
 /// The plugin's own opcode for rehearsals: neither libc's (below 28) nor a user's (from 0x8000).
 const OPCODE: u16 = 0x7ffe;
 
-/// One private mailbox of one lane size, and who is rehearsing on it.
+/// One private mailbox of one lane size, its client, and who is rehearsing on it.
 struct Stage {
     server: Arc<RpcServer>,
+    /// The device's side of `server`'s mailbox, which `server` keeps alive.
+    client: Client,
     /// Held by the thread rehearsing here (normally only the scanner; a thread that lost the scan
     /// mid-rehearsal and the new scanner never both use it).
     busy: AtomicBool,
@@ -106,11 +109,7 @@ fn lane_index(lanes: u32) -> Option<usize> {
 fn stage(lanes: u32) -> Option<&'static Stage> {
     let index = lane_index(lanes)?;
     let made = || match stage_server(lanes) {
-        Ok(server) => Some(Stage {
-            server,
-            busy: AtomicBool::new(false),
-            round: AtomicU64::new(0),
-        }),
+        Ok(server) => Some(Stage::on(server)),
         Err(e) => {
             log::info(format_args!(
                 "no rehearsals of {lanes}-lane host calls ({e}); a first call after a lull may wait for cold caches"
@@ -150,53 +149,36 @@ pub fn rehearse(lanes: u32) -> bool {
 }
 
 impl Stage {
-    fn word(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: `offset` is a word offset of the stage's layout, inside its mailbox, which the
-        // server keeps alive as long as the stage; 4-byte aligned; the words are only accessed
-        // atomically.
-        unsafe { &*((self.server.mailbox_address() + offset) as *const AtomicU32) }
+    /// A stage on `server`, a rehearsals' server of one port.
+    fn on(server: Arc<RpcServer>) -> Stage {
+        Stage {
+            client: Client::new(server.mailbox()),
+            server,
+            busy: AtomicBool::new(false),
+            round: AtomicU64::new(0),
+        }
     }
 
-    fn packet(&self, lane: usize) -> *mut [u64; 8] {
-        (self.server.mailbox_address() + self.server.layout().packet(0, lane)) as *mut [u64; 8]
-    }
-
-    /// Plays the device's side of one call on port 0 and has the server serve it.
+    /// Plays the device's side of one call on port 0 and has the server serve it. A stage that
+    /// failed is not played again (rehearsals stop), so what a failure leaves in the port stays.
     fn play(&self) -> Result<(), &'static str> {
-        let layout = self.server.layout();
-        let (server_word, client_word) = (self.word(layout.server_word(0)), self.word(layout.client_word(0)));
-        let out = client_word.load(Ordering::Relaxed);
-        if server_word.load(Ordering::Acquire) != out {
+        let every_lane = self.client.layout().every_lane();
+        let Some(mut port) = self.client.try_open(OPCODE, every_lane, 0) else {
             return Err("the port was not the client's");
-        }
+        };
         let round = self.round.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the port is the client's (words equal), and only this thread plays the client (the
-        // stage is busy), so nobody else touches the header or the packets; all lie inside the
-        // mailbox.
-        unsafe {
-            let header = (self.server.mailbox_address() + layout.header(0)) as *mut u8;
-            header.cast::<u64>().write_volatile(layout.every_lane());
-            header.add(HEADER_OPCODE_OFFSET).cast::<u16>().write_volatile(OPCODE);
-            for lane in 0..layout.lanes {
-                self.packet(lane).write_volatile([round, lane as u64, 0, 0, 0, 0, 0, 0]);
-            }
-        }
-        client_word.store(out ^ 1, Ordering::Release);
+        port.send(|lane, packet| *packet = [round, lane as u64, 0, 0, 0, 0, 0, 0]);
         if !self.server.serve_once() {
-            // Hand the port back as it was, so a stopped stage leaves nothing half done.
-            client_word.store(out, Ordering::Release);
             return Err("the server did not serve it");
         }
-        if server_word.load(Ordering::Acquire) != out ^ 1 {
+        if !port.has_reply() {
             return Err("no reply");
         }
-        for lane in 0..layout.lanes {
-            // SAFETY: the reply is written (the server's word moved, read with acquire) and the
-            // port is the client's again.
-            let reply = unsafe { self.packet(lane).read_volatile() };
-            if reply[0] != round.wrapping_add(1) || reply[1] != lane as u64 {
-                return Err("a wrong reply");
-            }
+        let mut wrong = false;
+        port.recv(|lane, reply| wrong |= reply[0] != round.wrapping_add(1) || reply[1] != lane as u64);
+        port.close();
+        if wrong {
+            return Err("a wrong reply");
         }
         Ok(())
     }
@@ -265,18 +247,15 @@ mod tests {
 
     #[test]
     fn a_port_not_in_the_clients_hands_is_refused_and_left_alone() {
-        let stage = Stage {
-            server: stage_server(1).unwrap(),
-            busy: AtomicBool::new(true),
-            round: AtomicU64::new(0),
-        };
-        let layout = stage.server.layout();
-        stage.word(layout.client_word(0)).store(1, Ordering::Release);
+        let stage = Stage::on(stage_server(1).unwrap());
+        let mailbox = stage.server.mailbox();
+        mailbox.client_word(0).store(1, Ordering::Release);
         assert_eq!(stage.play(), Err("the port was not the client's"));
-        assert_eq!(stage.word(layout.client_word(0)).load(Ordering::Acquire), 1);
+        assert_eq!(mailbox.client_word(0).load(Ordering::Acquire), 1);
         assert_eq!(stage.round.load(Ordering::Relaxed), 0, "nothing was written");
-        stage.word(layout.client_word(0)).store(0, Ordering::Release);
+        mailbox.client_word(0).store(0, Ordering::Release);
         assert_eq!(stage.play(), Ok(()));
+        assert_eq!(stage.play(), Ok(()), "the port is the client's again after a call");
         stage.server.shutdown().unwrap();
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::rpc::protocol::ffi::{self, opcode};
-use crate::rpc::protocol::mailbox::{Layout, HEADER_OPCODE_OFFSET};
+use crate::rpc::protocol::mailbox::{Layout, Mailbox};
 use crate::rpc::protocol::window::{self, Callbacks, Claim, PortWindow};
 use crate::rpc::protocol::Owner;
 use crate::rpc::services::heap::{serve_free, serve_malloc, DeviceHeap, HeapService};
@@ -26,10 +26,8 @@ pub struct RpcServer {
     raw: ffi::Device,
     ports: u32,
     lane_size: u32,
-    /// Start of the shared mailbox (host address).
-    mailbox: *mut u8,
-    /// Where everything is in it.
-    layout: Layout,
+    /// The shared mailbox.
+    mailbox: Mailbox,
     memory: Arc<dyn DeviceMemory>,
     /// A device's: its heap, for MALLOC and FREE; rehearsals have none and call neither.
     callback_state: Option<Box<HeapService>>,
@@ -195,8 +193,10 @@ impl RpcServer {
             raw,
             ports,
             lane_size,
-            mailbox: mailbox.cast(),
-            layout,
+            // SAFETY: libc allocated the mailbox through `alloc_mailbox` (8-byte aligned, the layout's
+            // size) and frees it only in `shutdown`, which takes the server; libc's own accesses to
+            // words are atomic.
+            mailbox: unsafe { Mailbox::new(mailbox.cast(), layout) },
             memory,
             callback_state,
             gate: RwLock::new(()),
@@ -282,12 +282,12 @@ impl RpcServer {
 
     /// Host address of the mailbox.
     pub fn mailbox_address(&self) -> usize {
-        self.mailbox as usize
+        self.mailbox.address()
     }
 
-    /// Where everything is in the mailbox.
-    pub fn layout(&self) -> Layout {
-        self.layout
+    /// The mailbox, for a client to play the device's side (rehearsals, simulated warps).
+    pub fn mailbox(&self) -> Mailbox {
+        self.mailbox
     }
 
     /// The client object (552 bytes in libc 19) to copy to where an image's `__llvm_libc_rpc_client`
@@ -301,15 +301,9 @@ impl RpcServer {
         }
     }
 
-    fn mailbox_word(&self, offset: usize) -> u32 {
-        // SAFETY: `offset` is one of the layout's word offsets, inside the shared buffer, which lives
-        // as long as `self`; the words are only ever accessed atomically.
-        unsafe { (*self.mailbox.add(offset).cast::<AtomicU32>()).load(Ordering::Acquire) }
-    }
-
     /// Whether port `i` holds a request waiting for the server.
     fn pending(&self, i: usize) -> bool {
-        self.mailbox_word(self.layout.server_word(i)) != self.mailbox_word(self.layout.client_word(i))
+        self.mailbox.holds_request(i)
     }
 
     /// Whether any port holds a request now (being served by another thread counts until it is done):
@@ -326,7 +320,7 @@ impl RpcServer {
     pub fn waiting_now(&self) -> Vec<(usize, u32)> {
         let mut waiting = Vec::new();
         self.for_each_pending(0, self.ports as usize, |port| {
-            waiting.push((port, self.mailbox_word(self.layout.server_word(port))));
+            waiting.push((port, self.mailbox.server_word(port).load(Ordering::Acquire)));
         });
         waiting
     }
@@ -335,7 +329,7 @@ impl RpcServer {
     pub fn served_all(&self, waiting: &[(usize, u32)]) -> bool {
         waiting
             .iter()
-            .all(|&(port, word)| self.mailbox_word(self.layout.server_word(port)) != word)
+            .all(|&(port, word)| self.mailbox.server_word(port).load(Ordering::Acquire) != word)
     }
 
     /// The ports holding a request now, with their opcode and a number that tells one request on a
@@ -347,7 +341,7 @@ impl RpcServer {
             let which = if self.port_by_port {
                 self.windows[port].served()
             } else {
-                self.mailbox_word(self.layout.client_word(port))
+                self.mailbox.client_word(port).load(Ordering::Acquire)
             };
             waiting.push((port as u32, self.opcode_of(port), which));
         });
@@ -355,38 +349,17 @@ impl RpcServer {
     }
 
     /// Calls `found` with each port of `start..start + count` (wrapping at the port count) that holds a
-    /// request, looking at two ports per load where the mailbox allows it.
+    /// request. The words are looked at with relaxed loads, which only nominate a port;
+    /// [`RpcServer::pending`] confirms each with acquiring ones, as libc's server does again before
+    /// serving.
     fn for_each_pending(&self, start: usize, count: usize, mut found: impl FnMut(usize)) {
         let ports = self.ports as usize;
-        let paired = ports.is_multiple_of(2) && start.is_multiple_of(2) && count.is_multiple_of(2);
-        if !paired {
-            for offset in 0..count {
-                let port = (start + offset) % ports;
-                if self.pending(port) {
-                    found(port);
-                }
-            }
-            return;
-        }
-        let server_words = self.mailbox.cast::<u64>();
-        // SAFETY: the client's words start 4 x (an even port count) bytes into the mailbox, so at a
-        // multiple of 8.
-        let client_words = unsafe { self.mailbox.add(self.layout.client_word(0)).cast::<u64>() };
-        for offset in (0..count).step_by(2) {
-            let pair = (start + offset) % ports / 2;
-            // SAFETY: `pair` < ports / 2, so both reads lie inside the two word arrays of the mailbox,
-            // aligned (see above). The words change under us (the device writes its own); these
-            // plain reads only nominate ports, and `pending` confirms each with atomic loads, as
-            // libc's server does again before serving.
-            let differ = unsafe {
-                std::ptr::read_volatile(server_words.add(pair)) ^ std::ptr::read_volatile(client_words.add(pair))
-            };
-            if differ != 0 {
-                for port in [2 * pair, 2 * pair + 1] {
-                    if self.pending(port) {
-                        found(port);
-                    }
-                }
+        for offset in 0..count {
+            let port = (start + offset) % ports;
+            let nominated = self.mailbox.server_word(port).load(Ordering::Relaxed)
+                != self.mailbox.client_word(port).load(Ordering::Relaxed);
+            if nominated && self.pending(port) {
+                found(port);
             }
         }
     }
@@ -394,15 +367,17 @@ impl RpcServer {
     /// Starts fetching port `i`'s header and packet, which the device just wrote, so that their cache
     /// lines travel while the server gets ready instead of one after the other.
     fn prefetch_request(&self, i: usize) {
-        let header = self.layout.header(i);
-        let packet = self.layout.packet(i, 0);
+        let header = self.mailbox.lane_mask(i) as *const std::sync::atomic::AtomicU64;
+        let packet = self.mailbox.packet(i, 0);
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching never faults, and both offsets lie inside the mailbox anyway.
+        // SAFETY: prefetching never faults, and both addresses lie inside the mailbox anyway.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.mailbox.add(header).cast());
-            _mm_prefetch::<_MM_HINT_T0>(self.mailbox.add(packet).cast());
+            _mm_prefetch::<_MM_HINT_T0>(header.cast());
+            _mm_prefetch::<_MM_HINT_T0>(packet.cast());
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (header, packet);
     }
 
     /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
@@ -441,16 +416,13 @@ impl RpcServer {
 
     /// The mask of active lanes in port `i`'s header.
     fn lane_mask_of(&self, i: usize) -> u64 {
-        // SAFETY: as in `opcode_of`; the mask is a naturally aligned u64 at the header's start.
-        unsafe { std::ptr::read_volatile(self.mailbox.add(self.layout.header(i)).cast::<u64>()) }
+        self.mailbox.lane_mask(i).load(Ordering::Relaxed)
     }
 
     /// The opcode in port `i`'s header.
     fn opcode_of(&self, i: usize) -> u16 {
-        let at = self.layout.header(i) + HEADER_OPCODE_OFFSET;
-        // SAFETY: the header lies inside the mailbox (see the layout); the opcode is a naturally
-        // aligned u16 that the client wrote before handing the port over.
-        unsafe { std::ptr::read_volatile(self.mailbox.add(at).cast::<u16>()) }
+        // Written by the client before it handed the port over (see `pending`).
+        self.mailbox.opcode(i).load(Ordering::Relaxed)
     }
 
     /// Serves waiting requests: those of recently used ports, then those of the next part of the scan
@@ -514,8 +486,13 @@ impl RpcServer {
     /// served here (not by another thread that got there first). Only when serving port by port.
     fn serve_port(&self, port: usize) -> bool {
         self.prefetch_request(port);
-        let base = self.mailbox as usize;
-        let window = match self.windows[port].claim(self.owner, base, self.layout, port, &self.callbacks) {
+        let window = match self.windows[port].claim(
+            self.owner,
+            self.mailbox.address(),
+            self.mailbox.layout(),
+            port,
+            &self.callbacks,
+        ) {
             Claim::Mine(window) => window,
             Claim::Busy | Claim::Unavailable => return false,
         };
@@ -638,23 +615,16 @@ impl RpcServer {
         self.lost.store(true, Ordering::Release);
         let mut answered = 0;
         for port in (0..self.in_call.len()).filter(|&p| self.in_call[p].load(Ordering::Acquire)) {
-            let client = self.layout.client_word(port);
-            if self.mailbox_word(client) != self.mailbox_word(self.layout.server_word(port)) {
+            if self.pending(port) {
                 continue; // the server's turn: it is running the handler, not waiting
             }
-            // SAFETY: the port's packets lie inside the mailbox (see the layout), which lives as long
-            // as `self`; the device that would write them is lost, and the server does not touch them
-            // while it waits for its turn.
-            unsafe {
-                let packets = self.mailbox.add(self.layout.packet(port, 0));
-                std::ptr::write_bytes(
-                    packets,
-                    0,
-                    crate::rpc::protocol::mailbox::PACKET_BYTES * self.layout.lanes,
-                );
+            for lane in 0..self.mailbox.layout().lanes {
+                // SAFETY: the packet lies inside the mailbox, which lives as long as `self`; the
+                // device that would write it is lost, and the server does not touch it while it
+                // waits for its turn.
+                unsafe { self.mailbox.packet(port, lane).write_volatile([0; 8]) };
             }
-            // SAFETY: a word of the layout, inside the mailbox, only ever accessed atomically.
-            unsafe { (*self.mailbox.add(client).cast::<AtomicU32>()).fetch_xor(1, Ordering::AcqRel) };
+            self.mailbox.client_word(port).fetch_xor(1, Ordering::AcqRel);
             answered += 1;
         }
         answered
