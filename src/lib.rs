@@ -4,6 +4,7 @@
 //! core), which calls a [`backend`] (one folder per device family) and [`rpc`] (host services for
 //! device code); all of them use [`util`] (errors, settings, messages, locking, maps, ELF reading).
 
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod abi;

@@ -797,7 +797,7 @@ fn launches_get_stock_geometry_on_a_queue_of_the_async_info() {
         tripcount: trip,
         ..Default::default()
     };
-    // SAFETY (all launches): the fake backend only records the arguments.
+    // SAFETY: for all launches, the fake backend only records the arguments.
     unsafe {
         core.launch(0, spmd, &args, &request(0, 0, 1000), Some(&mut queue))
             .unwrap();

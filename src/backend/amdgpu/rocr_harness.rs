@@ -1031,8 +1031,8 @@ mod tests {
         let mut queue: *mut c_void = std::ptr::null_mut();
         // SAFETY: the kernel runs no body; its one argument is only passed along.
         unsafe { core.launch(0, kernel, &[std::ptr::null_mut()], &request, Some(&mut queue)) }.unwrap();
-        // SAFETY: a hook of fake_kfd.h without preconditions.
         assert_eq!(
+            // SAFETY: a hook of fake_kfd.h without preconditions.
             unsafe { (rocr().fake.memory_fault)(0, 0xdead_0000) },
             0,
             "ROCr's memory event"

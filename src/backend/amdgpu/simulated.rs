@@ -924,7 +924,7 @@ unsafe extern "C" fn hsa_agent_get_info(agent: HsaAgent, attribute: u32, value: 
         let name = gpu.map_or("Simulated x86-64 CPU", |g| g.name.split(':').next().unwrap_or(g.name));
         let pick = |cpu: u32, gpu: u32| if is_gpu { gpu } else { cpu };
         use agent_info as i;
-        // SAFETY (every arm): `value` is writable for the attribute's documented type.
+        // SAFETY: in every arm, `value` is writable for the attribute's documented type.
         unsafe {
             match attribute {
                 i::NAME => put_text(value, name, 64),
@@ -1078,7 +1078,7 @@ unsafe extern "C" fn hsa_amd_memory_pool_get_info(
         }
         let kind = p.kind;
         let allocatable = kind != PoolKind::DeviceGroup;
-        // SAFETY (every arm): `value` is writable for the attribute's documented type.
+        // SAFETY: in every arm, `value` is writable for the attribute's documented type.
         unsafe {
             match attribute {
                 pool_info::SEGMENT => put(value, kind.segment()),
@@ -2377,7 +2377,7 @@ unsafe extern "C" fn hsa_executable_symbol_get_info(
         }
         let frozen = w.executables.get(&s.executable).is_some_and(|e| e.frozen);
         use symbol_info as i;
-        // SAFETY (every arm): `value` is writable for the attribute's documented type.
+        // SAFETY: in every arm, `value` is writable for the attribute's documented type.
         unsafe {
             match (attribute, &s.kind) {
                 (i::TYPE, SymbolKind::Kernel(_)) => put(value, symbol_kind::KERNEL),
@@ -2609,8 +2609,8 @@ mod tests {
 
     fn signal(value: i64) -> HsaSignal {
         let mut s = HsaSignal::default();
-        // SAFETY: `s` is writable.
         assert_eq!(
+            // SAFETY: `s` is writable.
             unsafe { (f().hsa_amd_signal_create)(value, 0, std::ptr::null(), 0, &mut s) },
             0
         );
@@ -2631,7 +2631,7 @@ mod tests {
     fn load_image(agent: HsaAgent, bytes: &[u8], freeze: bool) -> Result<HsaExecutable, HsaStatus> {
         let mut reader = HsaCodeObjectReader::default();
         let mut exe = HsaExecutable::default();
-        // SAFETY (all calls): pointers to locals, `bytes` alive for the calls.
+        // SAFETY: for all calls, pointers to locals, `bytes` alive for the calls.
         unsafe {
             let status =
                 (f().hsa_code_object_reader_create_from_memory)(bytes.as_ptr().cast(), bytes.len(), &mut reader);
@@ -2680,8 +2680,8 @@ mod tests {
     fn symbol_name(s: HsaExecutableSymbol) -> String {
         let len: u32 = symbol_info(s, symbol_info::NAME_LENGTH).unwrap();
         let mut name = vec![0u8; len as usize];
-        // SAFETY: NAME writes NAME_LENGTH bytes.
         assert_eq!(
+            // SAFETY: NAME writes NAME_LENGTH bytes.
             unsafe { (f().hsa_executable_symbol_get_info)(s, symbol_info::NAME, name.as_mut_ptr().cast()) },
             0
         );
@@ -2724,7 +2724,7 @@ mod tests {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         reset(&[gpu("gfx90a")], HSA_STATUS_SUCCESS);
         let mut agents: Vec<HsaAgent> = Vec::new();
-        // SAFETY (all calls): no preconditions, or pointers to locals.
+        // SAFETY: for all calls, no preconditions, or pointers to locals.
         unsafe {
             let data = (&mut agents as *mut Vec<HsaAgent>).cast();
             assert_eq!(
@@ -2977,7 +2977,7 @@ mod tests {
         let s = signal(1);
         assert_eq!(live().signals, 1);
         assert_eq!(wait_eq(s, 0, 5_000_000), 1, "times out with the value");
-        // SAFETY (all calls): `s` is a live signal.
+        // SAFETY: for all calls, `s` is a live signal.
         unsafe {
             let ws = sys::wait_state::ACTIVE;
             assert_eq!(
@@ -3163,7 +3163,7 @@ mod tests {
         );
         assert_eq!(live().signals, 0, "the doorbell is not counted");
         let (dep, done) = (signal(1), signal(1));
-        // SAFETY (index calls): `queue` is live.
+        // SAFETY: for the index calls, `queue` is live.
         let first = unsafe { (f().hsa_queue_add_write_index_relaxed)(queue, 2) };
         assert_eq!(first, 0);
         publish(queue, 0, barrier(&[dep], HsaSignal::default()), BARRIER_AND, 0);
@@ -3293,7 +3293,7 @@ mod tests {
         let mut user = vec![0u8; 64];
         let (dep, first, second) = (signal(1), signal(1), signal(1));
         let copy = f().hsa_amd_memory_async_copy;
-        // SAFETY (all calls): simulated or locked memory of 64 bytes, live signals.
+        // SAFETY: for all calls, simulated or locked memory of 64 bytes, live signals.
         unsafe {
             // Pageable memory is refused until locked.
             let status = copy(
@@ -3397,8 +3397,8 @@ mod tests {
             image.symbol(b"omprpc_client_object").unwrap(),
         );
         assert!(object.is_local());
-        // SAFETY: as above.
         assert_eq!(
+            // SAFETY: as above.
             unsafe { *(client as *const u64) },
             client - pointer.value + object.value,
             "relocated by the image's load displacement"
@@ -3415,8 +3415,8 @@ mod tests {
             assert_eq!(symbol_info::<u32>(s, symbol_info::TYPE), Ok(symbol_kind::KERNEL));
             let object: u64 = symbol_info(s, symbol_info::KERNEL_OBJECT).unwrap();
             let descriptor = image.symbol_bytes(&image.symbol(kd.as_bytes()).unwrap()).unwrap();
-            // SAFETY: the kernel object is the loaded 64-byte descriptor.
             assert_eq!(
+                // SAFETY: the kernel object is the loaded 64-byte descriptor.
                 unsafe { std::slice::from_raw_parts(object as *const u8, 64) },
                 descriptor
             );
@@ -3554,8 +3554,8 @@ mod tests {
     fn memory_fault_events_reach_the_registered_handler_and_reset_stops_queues() {
         let _serial = start(&[gpu("gfx90a")]);
         let agents = all_agents();
-        // SAFETY: the handler ignores nothing it is given.
         assert_eq!(
+            // SAFETY: the handler ignores nothing it is given.
             unsafe { (f().hsa_amd_register_system_event_handler)(on_event, 9 as *mut c_void) },
             0
         );

@@ -331,11 +331,8 @@ impl Api {
     pub fn alloc_device(&self, bytes: usize) -> Result<CuDevicePtr> {
         let mut ptr = 0;
         // SAFETY: `ptr` is writable.
-        self.check_allocation(
-            "cuMemAlloc_v2",
-            unsafe { (self.f().cuMemAlloc_v2)(&mut ptr, bytes) },
-            bytes,
-        )?;
+        let code = unsafe { (self.f().cuMemAlloc_v2)(&mut ptr, bytes) };
+        self.check_allocation("cuMemAlloc_v2", code, bytes)?;
         Ok(ptr)
     }
 
@@ -388,8 +385,8 @@ impl Api {
     /// `CUDA_ERROR_INVALID_VALUE`) and never touches its contents, so any pointer is safe to pass.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn register_host(&self, ptr: *mut c_void, bytes: usize) -> Result<bool> {
-        // SAFETY: see above; the driver validates the range itself.
         let flags = sys::MEMHOSTREGISTER_PORTABLE | sys::MEMHOSTREGISTER_DEVICEMAP;
+        // SAFETY: see above; the driver validates the range itself.
         let code = unsafe { (self.f().cuMemHostRegister_v2)(ptr, bytes, flags) };
         if code == sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED {
             return Ok(false);

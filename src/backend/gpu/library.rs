@@ -126,8 +126,8 @@ mod tests {
         })
         .unwrap();
         assert_eq!(opened.library, "libc.so.6");
-        // SAFETY: getpid has no preconditions.
         assert_eq!(
+            // SAFETY: getpid has no preconditions.
             unsafe { (opened.functions.getpid)() },
             std::process::id() as libc::pid_t
         );

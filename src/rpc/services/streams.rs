@@ -448,8 +448,8 @@ mod tests {
         assert_eq!(checked::fclose(stream), 0, "the first fclose");
         assert_eq!(std::fs::read(dir.join("file")).unwrap(), text, "flushed at fclose");
         assert_eq!(checked::fclose(stream), libc::EOF, "a second fclose is refused");
-        // SAFETY: as above.
         assert_eq!(
+            // SAFETY: as above.
             unsafe { checked::fwrite(text.as_ptr().cast(), 1, 4, stream) },
             0,
             "a write after fclose"
