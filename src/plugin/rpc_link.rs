@@ -16,15 +16,12 @@
 //! * the image's lane count decides the server's (a wave32 and a wave64 image on one AMD GPU, or a
 //!   host image built for a simulated warp), which a shared mailbox of one lane size cannot serve;
 //! * unloading an image shuts down exactly its server and frees exactly its mailbox, while the
-//!   device's other images keep calling their own (the problem of commit 1106072 cannot come back:
+//!   device's other images keep calling their own (an unloaded library never leaves another's calls in freed memory:
 //!   no image's client points into memory that another image owns), and the next image gets fresh
 //!   ports.
 //!
-//! The price is one more mailbox to scan per live image. Measured with `cargo bench --bench warp` on
-//! the 2-core test machine (one lane's call, idle servers of other images beside the busy one): at 16
-//! ports no difference (351 ns alone, 353 with one more image, 351 with three); at 64 ports about
-//! 40 ns per other image (352, 392, 484 ns) — small beside a call, for the one to three images a
-//! program has.
+//! The price is one more mailbox to scan per live image: small beside a call, for the one to three
+//! images a program has (`docs/measurements.md`, "One server per image").
 //!
 //! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::services::heap::DeviceHeap`]),
 //! which every image's server shares, so memory that one library's code allocated may be freed by

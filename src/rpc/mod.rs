@@ -1,14 +1,46 @@
-//! Host services for device code: LLVM libc's RPC server (19.1) wrapped safely, the plugin's own
-//! handlers (MALLOC, FREE, device files in [`streams`], and user opcodes), and the thread that serves
-//! every device.
+//! Host services for device code: calls that code on a device makes to the host (`printf`, files,
+//! `malloc`, `exit`, a user's own handlers), carried over the shared-memory protocol of LLVM libc
+//! 19.1 and served by libc's own server through FFI. This module offers safe operations only; the
+//! C-callable side of user handlers lives in the ABI layer.
 //!
-//! Device code reaches the host through a shared-memory mailbox ([`mailbox`]). A device image that
-//! wants host services defines `__llvm_libc_rpc_client`, a pointer to its client object; when such an
-//! image is loaded, the core gives it a server of its own ([`server::RpcServer`]) and copies the
-//! server's client to that object (`plugin::rpc_link`); [`registry`] keeps the servers and the user
-//! handlers, [`service`] serves every server while a kernel that may call the host is running, and
-//! [`streams`] checks every stream that libc's handlers pass to the host's C library. This module offers safe operations only; the C-callable side of user handlers
-//! lives in the ABI layer.
+//! # One call, from the mailbox to the handler and back
+//!
+//! 1. **The server is set up with the image.** A device image that wants host services defines
+//!    `__llvm_libc_rpc_client`. When it is loaded, `plugin::rpc_link` makes it a
+//!    [`serving::server::RpcServer`] of its own: libc's server ([`protocol::ffi`]) with its mailbox
+//!    in memory both sides see ([`DeviceMemory`]), the device's heap ([`services::heap`]) and the
+//!    callbacks of every opcode. It copies the server's client object into the image and puts the
+//!    server in service ([`serving::threads::put_in_service`], which adds it to
+//!    [`serving::registry`] with every registered user handler).
+//! 2. **The device asks.** Its leader lane takes a free port of the mailbox, writes the active lanes,
+//!    the opcode and a packet per lane, and flips its word ([`protocol::mailbox`] describes the
+//!    layout; [`protocol::client`] plays this side for the plugin's own rehearsals and for tests).
+//! 3. **A serving thread notices.** While a kernel that may call the host runs, the scanner of
+//!    [`serving::threads`] asks each server to serve once: the server finds the ports whose two words
+//!    differ ([`protocol::mailbox::Mailbox::holds_request`]), claims that port's window
+//!    ([`protocol::window`], a one-port view of libc's server) and runs libc's `rpc_handle_server`
+//!    on it. The call is shown in the thread's slot ([`serving::calls`]), where a stand-by thread
+//!    takes over the scan from a call that holds it up, and the watchdog looks.
+//! 4. **libc's server calls the opcode's callback.** The plugin's own services are in
+//!    [`services`]: MALLOC and FREE from the device's heap, PRINTF through the host's C library,
+//!    ASSERT, the C streams checked by [`services::streams`], and a device's EXIT
+//!    ([`services::exit`]). A user opcode goes to `serving::handlers::dispatch`, which runs the
+//!    registered handler (one call of an opcode at a time) with a [`protocol::port::Port`].
+//! 5. **The handler answers.** It receives the lanes' packets or byte strings and replies through
+//!    the `Port`; libc writes the reply and flips the server's word, and the device's call returns.
+//! 6. **The call is observed.** [`observing`] adds it to the statistics, the trace and the
+//!    watchdog's view as it ends, and reports them at exit ([`observing::report_at_exit`]).
+//!
+//! When the kernel ends, the thread that waited for it serves what the kernel left behind (a last
+//! `free`, which the device does not wait for) before the region is reported done; a device that
+//! faults in the middle of a call has the calls it was making answered for it
+//! ([`serving::server::RpcServer::answer_for_lost_device`]).
+//!
+//! The folders follow that path and use each other in one direction only (`tests/module_layout.rs`
+//! checks it): [`protocol`] (libc's binding, the mailbox, the window, the port, the client),
+//! [`services`] (what the plugin's own opcodes do), [`serving`] (servers, threads, handlers,
+//! rehearsals, the calls in progress), [`observing`] (statistics, trace, watchdog). `simulated`
+//! plays devices in tests.
 
 pub mod observing;
 pub mod protocol;
@@ -45,7 +77,7 @@ pub trait DeviceMemory: Send + Sync {
 }
 
 /// Host memory as a device's, for mailboxes that only this process uses: the serving thread's
-/// rehearsals ([`rehearsal`]), and tests and benchmarks that play the device from a host thread.
+/// rehearsals ([`serving::rehearsal`]), and tests and benchmarks that play the device from a host thread.
 pub struct HostMemory;
 
 impl DeviceMemory for HostMemory {

@@ -5,7 +5,7 @@
 //! Recording is meant to stay on in real runs, so it costs one uncontended lock, one hash lookup and a
 //! histogram increment: each thread records into one of 16 shards (threads are dealt shards in
 //! turn), and the shards are merged only when a report is made. Nothing is allocated after the first
-//! call of a (device, opcode) pair in a shard; each pair's histogram then takes about 260 KiB.
+//! call of a (device, opcode) pair in a shard (`docs/measurements.md`, "Statistics", says how much).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;

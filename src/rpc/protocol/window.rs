@@ -1,8 +1,8 @@
 //! Serving one port at a time with libc's own server.
 //!
 //! libc 19.1's `rpc_handle_server` scans every port of its server on every call, so a round trip
-//! costs time in proportion to the port count (measured at main 105c661: 3.6x a cache-line round trip
-//! at the default count, 17.6x at 4,096 ports). Its handlers stay the engine of every opcode; what
+//! costs time in proportion to the port count (`docs/measurements.md`, "Serving one port at a
+//! time"). Its handlers stay the engine of every opcode; what
 //! changes is how the plugin points them at a request. Besides the device's own libc server (which
 //! owns the mailbox and hands out the client), the plugin creates, for each port that receives a
 //! request, a *window*: a second libc server of one port whose view of the mailbox is moved onto that

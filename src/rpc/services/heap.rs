@@ -9,10 +9,9 @@
 //! the host (device memory is not host-writable), and a free makes the block reusable at once. The
 //! crate was chosen over size classes of our own because its bins (a floating-point size split with at
 //! most 1/8 rounding) keep external fragmentation bounded for mixed sizes without a tuning of ours, and
-//! it is a small, dependency-light port of a well-known allocator. Measured on the 2-core test machine
-//! with `c_tests/alloc_million.c`'s size mix (64 live blocks of 1 B to 64 KiB, and 1 MiB every
-//! thousandth): about 75 ns per free and malloc pair, under a third of one host round trip. Blocks are
-//! aligned to 16 bytes, as C's `malloc` promises.
+//! it is a small, dependency-light port of a well-known allocator; a free and malloc pair costs a
+//! fraction of one host round trip (`docs/measurements.md`, "The device heap's allocator"). Blocks
+//! are aligned to 16 bytes, as C's `malloc` promises.
 //!
 //! On the host device nothing can deadlock, so `malloc` is served by the backend's allocator directly
 //! and has no limit but the host's.

@@ -3,11 +3,9 @@
 //!
 //! Serving a call runs the plugin's and libc's code (the window, `rpc_handle_server`, the callback,
 //! the packet copies) and touches their data. Left unused for a while, they leave the caches and
-//! translation buffers of the serving thread's core, and the first call after a lull waits for them:
-//! on the project's 2-core test machine, serving one echo (from the request seen to the reply
-//! written) took 0.5 µs after 1 ms without calls, 1 µs after 10 ms and 6-8 µs after 100 ms, while a
-//! second device thread calling every millisecond on another port brought the round trip after
-//! 100 ms back from 12 µs to 2 µs.
+//! translation buffers of the serving thread's core, and the first call after a lull waits for them
+//! several times as long as a warm one, while calls on another port keep it warm
+//! (`docs/measurements.md`, "Rehearsals").
 //!
 //! So while kernels run and nothing comes, the scanner rehearses a call every [`REHEARSE_EVERY`]:
 //! playing the device, it puts a request into a private one-port mailbox of the lane size of each
@@ -32,10 +30,9 @@ use crate::rpc::serving::server::RpcServer;
 use crate::util::log;
 use crate::util::sync::PerProcess;
 
-/// How often the scanner rehearses while no call comes (after it stopped spinning). Every
-/// millisecond left the first call after 100 ms about 2 µs; a rehearsal costs about as much as an
-/// echo (0.2-0.5 µs when warm), so at this rate under 0.2% of the scanner's core, which is busy
-/// looking for requests anyway.
+/// How often the scanner rehearses while no call comes (after it stopped spinning): often enough to
+/// keep the first call after a lull warm, at a small share of the scanner's core, which is busy
+/// looking for requests anyway (`docs/measurements.md`, "Rehearsals").
 pub const REHEARSE_EVERY: Duration = Duration::from_micros(250);
 
 /// The plugin's own opcode for rehearsals: neither libc's (below 28) nor a user's (from 0x8000).

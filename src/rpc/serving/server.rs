@@ -1,6 +1,6 @@
 //! One server of a device: owns libc's `rpc_device_t` and the shared mailbox, gives libc the
 //! callbacks of the device's services (MALLOC and FREE from its heap, PRINTF, ASSERT) and of the user
-//! opcodes ([`super::handlers::dispatch`]), finds the ports whose requests wait and serves them, and
+//! opcodes (`super::handlers::dispatch`), finds the ports whose requests wait and serves them, and
 //! turns a request nobody handles into a clear error instead of a hang.
 
 use std::ffi::c_void;
@@ -63,13 +63,9 @@ pub struct RpcServer {
 
 /// How many recently used ports each server watches between parts of its scan.
 const RECENT_PORTS: usize = 8;
-/// Ports looked at in one part of the scan, between looks at the recently used ports. Measured with
-/// a simulated warp calling port after port, alternating 16 and 4,096 ports: with 512 a call cost
-/// 20-57% more at 4,096 ports, with 128 6-10% more for 32 or 64 lanes, with 64 about 0-6% (1 lane:
-/// the same); 32, 8, or looking at the recent ports every 16 ports of a part, did no better, and
-/// neither did no scan at all (1-11% for 32 lanes): the rest is the mailbox's layout, whose port
-/// words, headers and packets lie 16, 32 and 96 KiB apart at 4,096 ports (a bare server thread shows
-/// 1-4% too).
+/// Ports looked at in one part of the scan, between looks at the recently used ports: the largest
+/// part that keeps a call at 4,096 ports within a few percent of one at 16; smaller parts did no
+/// better (`docs/measurements.md`, "The size of one part of the scan").
 const SCAN_PART: usize = 64;
 /// No port.
 const NO_PORT: u32 = u32::MAX;

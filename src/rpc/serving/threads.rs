@@ -10,7 +10,7 @@
 //! another thread stands by already. Calls of one user opcode still reach their handler one at a
 //! time (the handler's own lock).
 //!
-//! [`ServingThreads`] owns them: one per process, started in one place ([`ServingThreads::start`],
+//! [`ServingThreads`] owns them: one per process, started in one place (`ServingThreads::start`,
 //! when the first server is put in service, and tried again by a kernel that may call the host if
 //! that failed), so a program that never uses host services never has them. They are detached, not
 //! joined: they serve every device of every plugin of the process (the plugin stays loaded, linked
@@ -88,9 +88,9 @@ pub fn put_in_service(server: std::sync::Arc<RpcServer>) -> Result<()> {
 }
 
 /// How long the scanner spins with nothing to serve before it starts yielding the processor between
-/// polls. A time, not a number of polls: a poll of many ports takes longer than one of a few. Measured
-/// with four simulated 64-lane warps sharing the 2-core test machine with the serving thread, at 256
-/// ports: 4,000 polls (about 0.2 ms) served a call every 4.9 us, 1 ms or 5 ms every 4.2 us.
+/// polls. A time, not a number of polls: a poll of many ports takes longer than one of a few. A
+/// shorter spin served calls less often, a longer one no more often (`docs/measurements.md`, "How
+/// long the scanner spins before it yields").
 const SPIN_FOR: Duration = Duration::from_millis(1);
 // Rehearsals start only after a spin this long without a call, so the path served last is never
 // rehearsed sooner than it needs.
