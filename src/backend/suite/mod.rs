@@ -1029,10 +1029,13 @@ pub(crate) fn a_failed_query_releases_the_queue<H: Harness>() {
 /// Launches the argument-less simulated kernel at `entry` of device 0 (no queue: waited for at once)
 /// and returns the error it must end with.
 fn launch_expecting_failure(core: &dyn PluginApi, entry: usize) -> String {
-    // SAFETY: the simulated kernels of the suite's faults take no arguments.
+    launch_without_arguments(core, entry).unwrap_err().to_string()
+}
+
+/// Launches the kernel at `entry` on device 0 with no arguments, the stock geometry, and waits.
+fn launch_without_arguments(core: &dyn PluginApi, entry: usize) -> crate::util::error::Result<()> {
+    // SAFETY: the suite's simulated kernels that are launched this way take no arguments.
     unsafe { core.launch(0, entry, &[], &LaunchRequest::default(), None) }
-        .unwrap_err()
-        .to_string()
 }
 
 /// Tears down a core whose device faulted: teardown may report the fault (`expected`) once more,
@@ -1201,17 +1204,7 @@ pub(crate) fn the_thread_waiting_for_a_kernel_leaves_its_host_calls_to_the_servi
             }
         }),
     );
-    // SAFETY: the simulated kernel takes no arguments.
-    unsafe {
-        core.launch(
-            0,
-            loaded.addresses[program.generic],
-            &[],
-            &LaunchRequest::default(),
-            None,
-        )
-    }
-    .unwrap();
+    launch_without_arguments(core, loaded.addresses[program.generic]).unwrap();
     let served_on = served_on.lock().unwrap().clone();
     assert_eq!(served_on.len(), CALLS, "every call served");
     let me = std::thread::current().id();
@@ -1334,17 +1327,7 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
     );
     let memory_calls = || [h.calls(Op::AllocDevice), h.calls(Op::FreeDevice)];
     let calls_before = memory_calls();
-    // SAFETY: the simulated kernel takes no arguments.
-    unsafe {
-        core.launch(
-            0,
-            loaded.addresses[program.generic],
-            &[],
-            &LaunchRequest::default(),
-            None,
-        )
-    }
-    .unwrap();
+    launch_without_arguments(core, loaded.addresses[program.generic]).unwrap();
     let (ptrs, replies) = results.lock().unwrap().clone();
     assert_eq!(ptrs.len(), lanes as usize);
     let distinct: std::collections::HashSet<_> = ptrs.iter().collect();
