@@ -13,8 +13,8 @@ use crate::rpc::protocol::Owner;
 use crate::util::log;
 use crate::util::sync::{lock, PerProcess};
 
-/// A host handler for a user opcode. It runs on whichever thread serves the port (the serving thread,
-/// or a thread waiting for the device's work) while the device waits for it.
+/// A host handler for a user opcode. It runs on whichever thread serves the port (a serving thread, or
+/// a thread waiting for another device's work) while the device waits for it.
 pub trait UserHandler: Send + Sync {
     /// Serves one call: moves the packets or byte strings the device-side call expects.
     fn serve(&self, port: &mut Port<'_>);
@@ -33,7 +33,7 @@ pub struct Registered {
     /// The handler.
     pub handler: Box<dyn UserHandler>,
     /// Held while the handler runs: calls of one opcode are served one at a time, whichever threads
-    /// serve them (the serving thread, threads waiting for their device's work), so that a handler
+    /// serve them (serving threads, threads waiting for other devices' work), so that a handler
     /// needs no locking of its own for its own state. One per process: a forked child must not wait
     /// for a handler that a parent's thread was running at the fork.
     serial: PerProcess<Mutex<()>>,
