@@ -97,10 +97,15 @@ struct Stream {
 
 #[derive(Default)]
 struct Progress {
-    queue: VecDeque<Op>,
+    /// Work not started, each piece with its number in the stream's order.
+    queue: VecDeque<(u64, Op)>,
     /// Pieces of work queued so far, and done (or dropped) so far, in order.
     queued: u64,
     done: u64,
+    /// The piece the stream's thread is running, if any.
+    running: Option<u64>,
+    /// Work up to this number was dropped: done once the piece running then ends.
+    dropped: u64,
     /// Destroyed: the thread ends once the queue is empty.
     closed: bool,
     /// What a kernel body's panic said: the test fails where it waits for the stream.
@@ -133,10 +138,11 @@ impl Stream {
     /// Queues `op`; its number in the stream's order.
     fn push(&self, op: Op) -> u64 {
         let mut progress = self.progress();
-        progress.queue.push_back(op);
         progress.queued += 1;
+        let number = progress.queued;
+        progress.queue.push_back((number, op));
         self.changed.notify_all();
-        progress.queued
+        number
     }
 
     /// The number of the last piece of work queued.
@@ -161,11 +167,16 @@ impl Stream {
         }
     }
 
-    /// Drops the queued work, as a fault or a failed wait does on a GPU.
+    /// Drops the queued work, as a fault or a failed wait does on a GPU. A piece already running
+    /// finishes first: until it has, the dropped work does not count as done (else work queued later
+    /// would count as done when that piece ends).
     fn drop_work(&self) {
         let mut progress = self.progress();
         progress.queue.clear();
-        progress.done = progress.queued;
+        progress.dropped = progress.queued;
+        if progress.running.is_none() {
+            progress.done = progress.queued;
+        }
         self.changed.notify_all();
     }
 
@@ -179,14 +190,16 @@ impl Stream {
 /// A stream's thread: runs its work in order, each piece as device code (see `gpu::sim_memory`).
 fn run_stream(stream: &Stream) {
     loop {
-        let op = {
+        let (number, op) = {
             let mut progress = stream.progress();
             loop {
                 if progress.panicked.is_some() || (progress.closed && progress.queue.is_empty()) {
                     return;
                 }
                 if !progress.queue.is_empty() && !HELD.load(Ordering::Acquire) {
-                    break progress.queue.pop_front().expect("checked");
+                    let next = progress.queue.pop_front().expect("checked");
+                    progress.running = Some(next.0);
+                    break next;
                 }
                 progress = if progress.queue.is_empty() {
                     // `push` and `close` wake it.
@@ -203,8 +216,11 @@ fn run_stream(stream: &Stream) {
         };
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_op(stream, op)));
         let mut progress = stream.progress();
+        progress.running = None;
         match ran {
-            Ok(()) => progress.done = (progress.done + 1).min(progress.queued),
+            // Work dropped while this piece ran is done now too; work queued after the drop has
+            // higher numbers and is still to run.
+            Ok(()) => progress.done = progress.done.max(number).max(progress.dropped),
             Err(payload) => {
                 let message = payload
                     .downcast_ref::<String>()
@@ -1536,4 +1552,46 @@ pub fn driver() -> &'static Driver {
             cuEventSynchronize: cu_event_synchronize,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+
+    /// A kernel body that says it started and then waits for the test's word.
+    fn gated(started: std::sync::mpsc::Sender<()>, go: std::sync::mpsc::Receiver<()>) -> Op {
+        let (started, go) = (Mutex::new(started), Mutex::new(go));
+        Op::Launch {
+            body: Some(Arc::new(move |_| {
+                started.lock().unwrap().send(()).unwrap();
+                go.lock().unwrap().recv().unwrap();
+                Ok(())
+            })),
+            args: Vec::new(),
+        }
+    }
+
+    /// Work dropped while a piece of it runs (a failed wait) counts as done only once that piece
+    /// ends, and never stands in for work queued after the drop: a later synchronisation waits for
+    /// that work itself.
+    #[test]
+    fn work_dropped_while_a_piece_runs_does_not_count_work_queued_after_it() {
+        let stream = Stream::start(0, true);
+        let (started, first_started) = channel();
+        let (release_first, go) = channel();
+        stream.push(gated(started, go));
+        first_started.recv_timeout(Duration::from_secs(10)).unwrap();
+        stream.drop_work();
+        let (started, second_started) = channel();
+        let (release_second, go) = channel();
+        let second = stream.push(gated(started, go));
+        release_first.send(()).unwrap();
+        second_started.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(!stream.is_idle(), "the piece queued after the drop is still running");
+        release_second.send(()).unwrap();
+        stream.wait_for(second);
+        assert!(stream.is_idle());
+        stream.close();
+    }
 }
