@@ -61,12 +61,11 @@ fn production_code(source: &str) -> String {
 /// `{a, b}` groups expanded.
 fn referenced(code: &str, me: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    let text = code;
     let mut start = 0;
-    while let Some(at) = text[start..].find(['c', 's']).map(|i| i + start) {
+    while let Some(at) = code[start..].find(['c', 's']).map(|i| i + start) {
         start = at + 1;
-        let rest = &text[at..];
-        let before_ok = at == 0 || !text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':');
+        let rest = &code[at..];
+        let before_ok = at == 0 || !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':');
         if !before_ok {
             continue;
         }

@@ -8,6 +8,14 @@ pub mod trace;
 #[cfg(feature = "rpc")]
 pub mod watchdog;
 
+/// Whether statistics, a trace or the watchdog are asked for: only then is a host call's clock read
+/// and anything reported at exit.
+#[cfg(feature = "rpc")]
+pub fn asked() -> bool {
+    let settings = crate::util::config::host_services();
+    settings.stats || settings.trace.is_some() || settings.watchdog.is_some()
+}
+
 /// Says the watchdog's last lines (`OMPRPC_WATCHDOG_MS`), prints the statistics (`OMPRPC_STATS`) and
 /// writes the trace (`OMPRPC_TRACE`), once: at the end of the program, however it ends (plugin
 /// teardown, `exit`, a device's `exit`, a fatal RPC error).
@@ -28,7 +36,7 @@ pub fn report_at_exit() {
 #[cfg(feature = "rpc")]
 pub fn report_at_exit_when_asked() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
-    if !(stats::enabled() || trace::enabled() || watchdog::limit().is_some()) {
+    if !asked() {
         return;
     }
     REGISTERED.call_once(|| {

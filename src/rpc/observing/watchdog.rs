@@ -54,15 +54,24 @@ pub fn start(status: StatusOf) {
     }
     let spawned = std::thread::Builder::new()
         .name("omprpc-watchdog".into())
-        .spawn(move || loop {
-            std::thread::sleep(Watchdog::new(limit, status).tick());
-            look_and_say(limit, status);
+        .spawn(move || {
+            let tick = tick_of(limit);
+            loop {
+                std::thread::sleep(tick);
+                look_and_say(limit, status);
+            }
         });
     if let Err(e) = spawned {
         log::error(format_args!(
             "OMPRPC_WATCHDOG_MS is set but its thread could not start: {e}"
         ));
     }
+}
+
+/// How long the watchdog of `limit` sleeps between looks: a quarter of the limit, at least 1 ms and
+/// at most 1 s.
+fn tick_of(limit: Duration) -> Duration {
+    (limit / 4).clamp(Duration::from_millis(1), Duration::from_secs(1))
 }
 
 /// What the watchdog of this process remembers (a forked child starts afresh).
@@ -137,11 +146,6 @@ impl Watchdog {
             waiting: HashMap::new(),
             status,
         }
-    }
-
-    /// How long to sleep between looks: a quarter of the limit, at least 1 ms and at most 1 s.
-    pub fn tick(&self) -> Duration {
-        Duration::from_nanos(self.limit_ns / 4).clamp(Duration::from_millis(1), Duration::from_secs(1))
     }
 
     /// Looks at every call being served and every request waiting in a server in service; returns

@@ -96,8 +96,6 @@ struct Serving {
     counting: bool,
     /// Bytes the call moved to the host and to the device, so far.
     moved: (u64, u64),
-    /// When the call was seen, when the clock was read for it.
-    began_ns: Option<u64>,
 }
 
 /// A thread that serves nothing.
@@ -105,7 +103,6 @@ const IDLE: Serving = Serving {
     device: None,
     counting: false,
     moved: (0, 0),
-    began_ns: None,
 };
 
 thread_local! {
@@ -233,7 +230,6 @@ pub fn begin(device: usize, port: u32, opcode: u16, count_bytes: bool, began_ns:
                 device: Some(device),
                 counting: count_bytes,
                 moved: (0, 0),
-                began_ns,
             })
         })
         .unwrap_or(IDLE);
@@ -250,20 +246,25 @@ pub fn begin(device: usize, port: u32, opcode: u16, count_bytes: bool, began_ns:
 /// call moved (nothing, unless [`begin`] was asked to count) and when it ended (when the clock was
 /// read when it began). A call that lasted the watchdog's limit or longer is kept for the watchdog.
 pub fn end(outer: Outer) -> Moved {
-    let inner = SERVING.try_with(|s| s.replace(outer.serving)).unwrap_or(IDLE);
-    let ended_ns = inner.began_ns.map(|_| crate::util::clock::now_ns());
-    with_slot(|slot| {
-        if let (Some(call), Some(ended_ns)) = (slot.current(), ended_ns) {
+    let (to_host, to_device) = SERVING.try_with(|s| s.replace(outer.serving).moved).unwrap_or_default();
+    let ended_ns = with_slot(|slot| {
+        let call = slot.current();
+        let ended_ns = call
+            .and_then(|call| call.began_ns)
+            .map(|_| crate::util::clock::now_ns());
+        if let (Some(call), Some(ended_ns)) = (call, ended_ns) {
             keep_if_slow(slot, call, ended_ns);
         }
         match outer.call {
             Some(call) => show(slot, call.device, call.port, call.opcode, call.began_ns),
             None => slot.idle(),
         }
-    });
+        ended_ns
+    })
+    .flatten();
     Moved {
-        to_host: inner.moved.0,
-        to_device: inner.moved.1,
+        to_host,
+        to_device,
         ended_ns,
     }
 }

@@ -406,8 +406,7 @@ impl RpcServer {
     /// When a call was seen, for the statistics, the trace and the watchdog; `None` (and no clock
     /// read) when none is asked for.
     fn seen_at() -> Option<u64> {
-        let settings = crate::util::config::host_services();
-        (settings.stats || settings.trace.is_some() || settings.watchdog.is_some()).then(crate::util::clock::now_ns)
+        crate::rpc::observing::asked().then(crate::util::clock::now_ns)
     }
 
     /// The mask of active lanes in port `i`'s header.
