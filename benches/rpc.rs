@@ -3,9 +3,11 @@
 //!
 //! Prints, for 16 to 4,096 ports, one device thread's round trip (ns, and as a multiple of the floor)
 //! and calls per second for several device threads, serving port by port beside libc's scan of every
-//! port; the round trip of a first call after the device idled 1 ms, 100 ms and 1 s inside a running
-//! kernel (p50/p99); and the CPU the plugin uses while no kernel that may call the host runs. Run with
-//! `cargo bench --bench rpc`.
+//! port; what waiting for host calls costs: the CPU of the plugin's threads during a quiet host-calling
+//! kernel and the round trip of a first call after a lull of 0.1 to 100 ms (device code that rings the
+//! doorbell, and the backoff for code that cannot), a compute region against the stock plugin, and one
+//! device's calls while another's handler is slow; and the CPU the plugin uses while no kernel that may
+//! call the host runs. Run with `cargo bench --bench rpc`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -109,16 +111,83 @@ fn main() {
         (stats / plain - 1.0) * 100.0,
         (trace / plain - 1.0) * 100.0
     );
-    println!("first call after the device idled inside a running kernel (default ports):");
-    for (idle_ms, reps) in [("1", "200"), ("100", "20"), ("1000", "4")] {
-        let out = run_bench(&["wake", idle_ms, reps], &[]);
-        let p50 = field::<f64>(&out, "first call after idling p50 ns:");
-        let p99 = field::<f64>(&out, "first call after idling p99 ns:");
-        println!("  after {idle_ms:>4} ms idle: p50 {p50:>8.0} ns, p99 {p99:>8.0} ns ({reps} calls)");
-    }
+    waiting(rounds);
     let cpu = measure(&["idle", "2"], &[], "cpu per second while idle:");
     println!(
         "CPU used while no kernel that may call the host runs: {:.2}% of one core",
         cpu * 100.0
     );
+}
+
+/// `bench_rpc` built so that its device code cannot ring the doorbell (the symbol the plugin writes
+/// the doorbell to is renamed), as LLVM libc's own client and NVIDIA GPUs: its calls are found by the
+/// serving threads' backoff.
+const UNRUNG: &[&str] = &["-D__omprpc_rpc_doorbell=bench_unrung_doorbell"];
+
+/// What waiting for host calls costs and how fast it answers: the CPU of the plugin's threads while a
+/// host-calling kernel is quiet, the round trip of a call after a lull, a compute region against the
+/// stock plugin, and one device's calls while another device's handler is slow.
+fn waiting(rounds: usize) {
+    let quiet = |flags: &[&str], env: &[(&str, &str)]| {
+        let exe = support::build_program_with("bench_rpc.c", flags);
+        let out = run_text(&exe, &["quiet", "1"], Plugin::Ours, env);
+        assert!(out.status.success(), "{}", out.stderr);
+        field::<f64>(&out.stdout, "plugin threads' cpu per second of a quiet kernel:")
+    };
+    println!("CPU of the plugin's threads per second of a host-calling kernel that calls nothing (median of 3):");
+    for (what, flags, env) in [
+        ("device code rings (host device)", &[][..], &[][..]),
+        ("backoff (device cannot ring)", UNRUNG, &[][..]),
+        ("OMPRPC_RPC_WAIT=spin", &[][..], &[("OMPRPC_RPC_WAIT", "spin")][..]),
+    ] {
+        let cpu = median((0..3).map(|_| quiet(flags, env)).collect());
+        println!("  {what:<34} {cpu:.4} of a core");
+    }
+    println!("first call after the device computed without calling inside a running kernel (default ports):");
+    for (what, flags) in [("rung", &[][..]), ("backoff", UNRUNG)] {
+        let exe = support::build_program_with("bench_rpc.c", flags);
+        for (lull_ms, reps) in [("0.1", "400"), ("1", "200"), ("10", "100"), ("100", "20")] {
+            let out = run_text(&exe, &["wake", lull_ms, reps], Plugin::Ours, &[]);
+            assert!(out.status.success(), "{}", out.stderr);
+            let p50 = field::<f64>(&out.stdout, "first call after idling p50 ns:");
+            let p99 = field::<f64>(&out.stdout, "first call after idling p99 ns:");
+            println!(
+                "  {what:<8} after {lull_ms:>4} ms: p50 {:>7.1} us, p99 {:>7.1} us ({reps} calls)",
+                p50 / 1e3,
+                p99 / 1e3
+            );
+        }
+    }
+    let compute = support::build_program("bench_rpc.c");
+    let (mut ours, mut stock) = (vec![], vec![]);
+    for _ in 0..rounds {
+        for (plugin, into) in [(Plugin::Ours, &mut ours), (Plugin::Stock, &mut stock)] {
+            let out = run_text(&compute, &["compute", "300000000"], plugin, &[]);
+            assert!(out.status.success(), "{}", out.stderr);
+            into.push(field::<f64>(
+                &out.stdout.replace(" (", "\n("),
+                "seconds of a two-team compute region:",
+            ));
+        }
+    }
+    let ratios: Vec<f64> = ours.iter().zip(&stock).map(|(o, s)| o / s).collect();
+    println!(
+        "two teams computing on the host device, ours over stock, alternating: median {:.3} ({rounds} pairs: {:.2?} s against {:.2?} s)",
+        median(ratios),
+        ours,
+        stock
+    );
+    let slow = support::build_program("rpc_slow_handler_other_device.c");
+    let took: Vec<f64> = (0..3)
+        .map(|_| {
+            let out = run_text(&slow, &[], Plugin::Ours, &[("OMPRPC_HOST_DEVICES", "2")]);
+            assert!(out.status.success(), "{}", out.stderr);
+            out.stdout
+                .split_whitespace()
+                .nth(5)
+                .and_then(|t| t.parse().ok())
+                .expect("the time device 1's calls took")
+        })
+        .collect();
+    println!("10,000 calls on device 1 while device 0's handler holds a call: {took:.3?} s");
 }

@@ -3,12 +3,21 @@
  *   throughput T N   T device threads make N calls in all; prints calls per second
  *   cacheline N      two host threads bounce a cache line N times; prints ns per round trip
  *   idle S           after one host call, the device idles S seconds; prints CPU used per second
- *   wake MS R        R times, a device thread idles MS milliseconds inside its kernel, then makes one
- *                    call; prints that call's round trip (p50 and p99, ns) */
+ *   wake MS R        R times, a device thread computes MS milliseconds (a fraction allowed) inside its
+ *                    kernel without calling, then makes one call; prints that call's round trip (p50
+ *                    and p99, ns)
+ *   quiet S          a kernel calls once, sleeps S seconds without calling, calls again; prints the CPU
+ *                    the plugin's threads (named omprpc-*) used per second of the quiet part (host only)
+ *   compute N        two teams of one thread each compute N steps (one host call at the start); prints
+ *                    the seconds the region took (with the stock plugin, the call runs on the host)
+ *   lulls N          N calls in one kernel, each after a pause of 0 to 300 us (around the serving
+ *                    threads' spin, so that requests race the server going to sleep); prints the
+ *                    slowest round trip and how many took over 8 ms (host only) */
 #define _GNU_SOURCE
 #include "common.h"
 #include "omprpc.h"
 #include "omprpc_device.h"
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -68,6 +77,46 @@ static int compare_doubles(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+#if !defined(__AMDGCN__) && !defined(__NVPTX__)
+#pragma omp declare target
+/* CPU seconds of this process's threads whose name starts with "omprpc", from their schedstat
+ * (nanoseconds on a CPU); -1 when they cannot be read. */
+static double plugin_threads_cpu_seconds(void) {
+  double seconds = 0;
+  DIR *tasks = opendir("/proc/self/task");
+  if (!tasks)
+    return -1;
+  for (struct dirent *task; (task = readdir(tasks));) {
+    char path[300], name[64] = "";
+    if (task->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", task->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    int named = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    if (!named || strncmp(name, "omprpc", 6) != 0)
+      continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", task->d_name);
+    unsigned long long on_cpu_ns = 0;
+    if ((f = fopen(path, "r"))) {
+      if (fscanf(f, "%llu", &on_cpu_ns) == 1)
+        seconds += (double)on_cpu_ns / 1e9;
+      fclose(f);
+    }
+  }
+  closedir(tasks);
+  return seconds;
+}
+
+static void sleep_ns(long ns) {
+  struct timespec t = {ns / 1000000000L, ns % 1000000000L};
+  nanosleep(&t, NULL);
+}
+#pragma omp end declare target
+#endif
+
 static double cpu_seconds(void) {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
@@ -126,7 +175,7 @@ int main(int argc, char **argv) {
     pthread_join(other, NULL);
     printf("ns per round trip: %.1f\n", seconds * 1e9 / (double)bounces);
   } else if (strcmp(mode, "wake") == 0 && argc > 3) {
-    long idle_ms = atol(argv[2]);
+    double idle_ms = atof(argv[2]);
     int reps = atoi(argv[3]);
     if (reps < 1 || reps > 1000)
       return 2;
@@ -137,7 +186,7 @@ int main(int argc, char **argv) {
       omprpc_call(OP_ECHO, &packet);
       for (int r = 0; r < reps; r++) {
         /* Busy for idle_ms without host calls (a GPU has no usleep). */
-        double until = omp_get_wtime() + (double)idle_ms / 1000.0;
+        double until = omp_get_wtime() + idle_ms / 1000.0;
         while (omp_get_wtime() < until)
           ;
         double start = now_ns();
@@ -148,6 +197,58 @@ int main(int argc, char **argv) {
     qsort(trips, (size_t)reps, sizeof trips[0], compare_doubles);
     printf("first call after idling p50 ns: %.0f\n", trips[reps / 2]);
     printf("first call after idling p99 ns: %.0f\n", trips[(reps * 99) / 100]);
+#if !defined(__AMDGCN__) && !defined(__NVPTX__)
+  } else if (strcmp(mode, "quiet") == 0 && argc > 2) {
+    double quiet = atof(argv[2]), used = -1, lasted = 0;
+#pragma omp target map(from : used, lasted)
+    {
+      omprpc_packet packet = {{5}};
+      omprpc_call(OP_ECHO, &packet);
+      /* Measure the quiet part only, once the serving threads have settled after the call. */
+      sleep_ns(20000000L);
+      double before = plugin_threads_cpu_seconds(), start = now_ns();
+      sleep_ns((long)(quiet * 1e9));
+      lasted = (now_ns() - start) / 1e9;
+      used = before < 0 ? -1 : plugin_threads_cpu_seconds() - before;
+      omprpc_call(OP_ECHO, &packet);
+    }
+    if (used < 0)
+      return 5;
+    printf("plugin threads' cpu per second of a quiet kernel: %.6f\n", used / lasted);
+  } else if (strcmp(mode, "lulls") == 0 && argc > 2) {
+    int calls = atoi(argv[2]), slow = 0;
+    double slowest = 0;
+#pragma omp target map(tofrom : slow, slowest)
+    {
+      omprpc_packet packet = {{6}};
+      unsigned seed = 12345;
+      for (int i = 0; i < calls; i++) {
+        seed = seed * 1103515245u + 12345u;
+        sleep_ns((long)((seed >> 8) % 300) * 1000);
+        double start = now_ns();
+        omprpc_call(OP_ECHO, &packet);
+        double took = now_ns() - start;
+        slow += took > 8e6;
+        slowest = took > slowest ? took : slowest;
+      }
+    }
+    printf("calls: %d, slowest ns: %.0f, over 8 ms: %d\n", calls, slowest, slow);
+#endif
+  } else if (strcmp(mode, "compute") == 0 && argc > 2) {
+    long steps = atol(argv[2]);
+    double sums[2] = {0, 0};
+    double start = omp_get_wtime();
+#pragma omp target teams num_teams(2) thread_limit(1) map(tofrom : sums[0 : 2])
+    {
+      int team = omp_get_team_num();
+      if (team == 0)
+        omprpc_puts("computing");
+      double x = 1.0 + team;
+      for (long i = 0; i < steps; i++)
+        x = x * 1.0000001 + 1e-9;
+      sums[team % 2] = x;
+    }
+    printf("seconds of a two-team compute region: %.4f (%g)\n", omp_get_wtime() - start, sums[0] + sums[1]);
   } else if (strcmp(mode, "idle") == 0) {
     int idle_seconds = atoi(argv[2]);
 #pragma omp target

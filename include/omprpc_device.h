@@ -35,11 +35,16 @@
 #define OMPRPC_GPU_ 1
 #else
 #define OMPRPC_GPU_ 0
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #endif
 
 #ifdef __cplusplus
@@ -83,7 +88,10 @@ static inline void omprpc_sync_lanes_(uint64_t mask) { __nvvm_bar_warp_sync((uin
 static inline uint32_t omprpc_start_port_(void) {
   return (uint32_t)(__nvvm_read_ptx_sreg_ctaid_x() * 32 + __nvvm_read_ptx_sreg_tid_x() / 32);
 }
-static inline void omprpc_nap_(void) { __asm__ volatile("nanosleep.u32 64;"); }
+static inline void omprpc_nap_(uint32_t naps) {
+  (void)naps;
+  __asm__ volatile("nanosleep.u32 64;");
+}
 #elif defined(__AMDGCN__)
 #define OMPRPC_LANES __AMDGCN_WAVEFRONT_SIZE
 static inline uint64_t omprpc_lane_mask_(void) { return __builtin_amdgcn_read_exec(); }
@@ -124,7 +132,10 @@ static inline void omprpc_sync_lanes_(uint64_t mask) {
 static inline uint32_t omprpc_start_port_(void) {
   return __builtin_amdgcn_workgroup_id_x() * 16 + __builtin_amdgcn_workitem_id_x() / OMPRPC_LANES;
 }
-static inline void omprpc_nap_(void) { __builtin_amdgcn_s_sleep(2); }
+static inline void omprpc_nap_(uint32_t naps) {
+  (void)naps;
+  __builtin_amdgcn_s_sleep(2);
+}
 #elif defined(OMPRPC_SIMULATED_LANES)
 #include <omp.h>
 #define OMPRPC_LANES OMPRPC_SIMULATED_LANES
@@ -200,7 +211,6 @@ static inline uint64_t omprpc_match_(uint64_t mask, uint32_t x) {
   return same;
 }
 static inline uint32_t omprpc_start_port_(void) { return 0; }
-static inline void omprpc_nap_(void) { sched_yield(); }
 #else
 #define OMPRPC_LANES 1
 static inline uint64_t omprpc_lane_mask_(void) { return 1; }
@@ -217,20 +227,34 @@ static inline uint64_t omprpc_match_(uint64_t mask, uint32_t x) {
 static inline void omprpc_sync_lanes_(uint64_t mask) { (void)mask; }
 /* Threads start from ports of their own (their stacks differ), so that they spread over the ports. */
 static inline uint32_t omprpc_start_port_(void) { return (uint32_t)((uintptr_t)__builtin_frame_address(0) >> 12); }
-static inline void omprpc_nap_(void) { sched_yield(); }
+#endif
+
+#if !OMPRPC_GPU_
+/* On the host, a thread waiting for the server (a slow handler, a busy port) yields the processor for a
+ * while, then sleeps in naps that double up to a millisecond: it never holds a core for the length of
+ * a slow call, and a quick reply is still seen within microseconds. */
+static inline void omprpc_nap_(uint32_t naps) {
+  if (naps < 256) {
+    sched_yield();
+  } else {
+    uint32_t shift = (naps - 256) / 8;
+    struct timespec nap = {0, (long)(1000u << (shift < 10 ? shift : 10))};
+    nanosleep(&nap, 0);
+  }
+}
 #endif
 
 static inline int omprpc_is_leader_(uint64_t mask) { return omprpc_lane_id_() == (uint32_t)__builtin_ctzll(mask); }
 
-/* Waiting: spin a little, then nap (nanosleep on NVIDIA, s_sleep on AMD, a yield on the host, whose
- * serving thread shares the processors). */
+/* Waiting: spin a little, then nap (nanosleep on NVIDIA, s_sleep on AMD; on the host, yields and then
+ * growing sleeps, as the serving threads share the processors). */
 static inline void omprpc_pause_(uint32_t *spins) {
   if (++*spins < 64) {
 #if !OMPRPC_GPU_ && (defined(__x86_64__) || defined(__i386__))
     __builtin_ia32_pause();
 #endif
   } else {
-    omprpc_nap_();
+    omprpc_nap_(*spins - 64);
   }
 }
 
@@ -342,6 +366,48 @@ __attribute__((weak, visibility("protected"))) omprpc_client *__llvm_libc_rpc_cl
  * lane size (a host image built with OMPRPC_SIMULATED_LANES, a wave32 or wave64 AMD image). */
 __attribute__((weak, used, visibility("protected"))) uint32_t __omprpc_rpc_lanes = OMPRPC_LANES;
 
+/* What this image's code rings after writing a request, so that the host's serving threads can sleep
+ * while no call comes: written by the host when it loads the image (0, nothing to ring, until then and
+ * on devices that cannot wake the host, NVIDIA GPUs, which the host looks at on a backoff instead). On
+ * the host device it is the address of the serving threads' doorbell: two 32-bit words, a count of
+ * rings (a futex) and a count of sleepers (the futex is woken only when one sleeps). On AMD GPUs it is
+ * an HSA signal's handle, stored to through ockl as ROCm's hostcall does: for a signal the host waits
+ * on with interrupts, the store also writes the signal's event id to its mailbox and raises the
+ * interrupt (s_sendmsg), which wakes the host thread. */
+__attribute__((weak, used, visibility("protected"))) uint64_t __omprpc_rpc_doorbell = 0;
+
+#if defined(__AMDGCN__)
+/* rocm-device-libs' ockl (linked by clang for AMD GPUs): hsa_signal_t is passed as its 64-bit handle. */
+void __ockl_hsa_signal_store(uint64_t signal, int64_t value, int order);
+#endif
+
+typedef struct {
+  uint32_t rings;
+  uint32_t sleepers;
+} omprpc_doorbell_;
+
+/* Rings the doorbell after the lanes of `mask` handed a port to the host (their flip is stored). The
+ * count is bumped and the sleepers read in one sequentially consistent order with the host's, which
+ * counts itself asleep before it reads the rings and looks at the ports: either the host sees this
+ * request, or this sees the sleeper and wakes it. */
+static inline void omprpc_ring_(uint64_t mask) {
+#if !OMPRPC_GPU_
+  uint64_t bell = __atomic_load_n(&__omprpc_rpc_doorbell, __ATOMIC_RELAXED);
+  if (!bell || !omprpc_is_leader_(mask))
+    return;
+  omprpc_doorbell_ *doorbell = (omprpc_doorbell_ *)(uintptr_t)bell;
+  __atomic_fetch_add(&doorbell->rings, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&doorbell->sleepers, __ATOMIC_SEQ_CST))
+    syscall(SYS_futex, &doorbell->rings, FUTEX_WAKE, INT_MAX, (void *)0, (void *)0, 0);
+#elif defined(__AMDGCN__)
+  uint64_t bell = __atomic_load_n(&__omprpc_rpc_doorbell, __ATOMIC_RELAXED);
+  if (bell && omprpc_is_leader_(mask))
+    __ockl_hsa_signal_store(bell, 1, __ATOMIC_RELEASE);
+#else
+  (void)mask;
+#endif
+}
+
 /* One open port, as each lane of the warp that opened it sees it. */
 typedef struct {
   omprpc_client *client;
@@ -424,6 +490,7 @@ static inline void omprpc_flip_(omprpc_client_port *p) {
   p->out = !p->out;
   omprpc_fence_release_();
   omprpc_store_(&p->client->outbox[p->index], p->out);
+  omprpc_ring_(p->mask);
 }
 
 /* Sends this lane's packet: waits until the port is the client's, fills it, hands it over. */

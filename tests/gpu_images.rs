@@ -258,3 +258,33 @@ fn the_host_plugin_turns_gpu_images_down() {
         }
     }
 }
+
+/// AMD device code rings the host after each request as ROCm's hostcall does: ockl's signal store,
+/// which for a signal with an event mailbox writes the event id and raises the interrupt that wakes the
+/// host thread waiting on the signal (`s_sendmsg sendmsg(MSG_INTERRUPT)`), on the handle the plugin
+/// writes into the image's `__omprpc_rpc_doorbell`.
+#[test]
+fn amdgpu_client_code_rings_its_doorbell_with_an_interrupt() {
+    let gpu = Gpu::Amdgcn("gfx90a");
+    let exe = build_gpu_program("gpu/device_client.c", gpu);
+    let image = support::scratch().join("device_client-gfx90a.hsaco");
+    std::fs::write(&image, extract_image(&exe, gpu)).unwrap();
+    let disassembly = Command::new("llvm-objdump-16")
+        .arg("-d")
+        .arg(&image)
+        .output()
+        .expect("llvm-objdump-16 (install it with: sudo sh scripts/setup-debian.sh)");
+    let text = String::from_utf8_lossy(&disassembly.stdout);
+    assert!(
+        text.contains("s_sendmsg sendmsg(MSG_INTERRUPT)"),
+        "no interrupt raised by the client's code"
+    );
+    let symbols = Command::new("llvm-readelf-16").arg("-s").arg(&image).output().unwrap();
+    let symbols = String::from_utf8_lossy(&symbols.stdout);
+    assert!(
+        symbols
+            .lines()
+            .any(|l| l.contains("__omprpc_rpc_doorbell") && l.contains("OBJECT") && l.contains(" 8 ")),
+        "the doorbell the plugin writes: {symbols}"
+    );
+}

@@ -418,3 +418,59 @@ fn fallback_printf_lines_from_many_threads_stay_whole() {
     }
     assert_eq!(seen.len(), 8 * 2000, "every line, whole");
 }
+
+#[test]
+fn a_kernel_that_computes_without_calling_costs_the_plugin_no_cpu_core() {
+    // The serving threads sleep once a lull has lasted a while; the host device's code wakes them by
+    // ringing the doorbell, and its second call, after a second of quiet, is served. Measured: about
+    // 0.005 of a core (a whole core before the serving threads slept); a quarter cannot flake.
+    let exe = build_program("bench_rpc.c");
+    let out = run_text(&exe, &["quiet", "1"], Plugin::Ours, &[]);
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    check_ours_ran(&out.stderr).unwrap();
+    let used: f64 = support::field(&out.stdout, "plugin threads' cpu per second of a quiet kernel:");
+    assert!(
+        used < 0.25,
+        "the plugin's threads used {used:.3} of a core while the kernel called nothing"
+    );
+    // With OMPRPC_RPC_WAIT=spin they keep a core, as asked: the measurement can tell the two apart.
+    let spinning = run_text(&exe, &["quiet", "1"], Plugin::Ours, &[("OMPRPC_RPC_WAIT", "spin")]);
+    assert!(spinning.status.success(), "{}", spinning.stderr);
+    let spun: f64 = support::field(&spinning.stdout, "plugin threads' cpu per second of a quiet kernel:");
+    assert!(spun > 0.5, "OMPRPC_RPC_WAIT=spin used only {spun:.3} of a core");
+}
+
+#[test]
+fn calls_racing_the_server_going_to_sleep_are_all_served_promptly() {
+    // 3,000 calls, each after a pause around the serving threads' spin, so that many are written just
+    // as the scanner goes to sleep. A lost wake-up would leave a call waiting for the scanner's
+    // look-anyway timer (100 ms); a served one takes microseconds.
+    let exe = build_program("bench_rpc.c");
+    let out = run_text(&exe, &["lulls", "3000"], Plugin::Ours, &[]);
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let slowest: f64 = support::field(out.stdout.split(", ").nth(1).unwrap_or(""), "slowest ns:");
+    assert!(
+        slowest < 90e6,
+        "a call waited {:.1} ms: a request written as the server went to sleep was missed\n{}",
+        slowest / 1e6,
+        out.stdout
+    );
+}
+
+#[test]
+fn one_devices_slow_host_call_holds_up_no_other_devices_calls() {
+    // Device 0's handler holds its call until device 1's ten regions of 1,000 calls are done. They
+    // took 0.02 s; when each region's end waited for every device's calls, 10 s.
+    let exe = build_program("rpc_slow_handler_other_device.c");
+    let out = run_text(&exe, &[], Plugin::Ours, &[("OMPRPC_HOST_DEVICES", "2")]);
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    check_ours_ran(&out.stderr).unwrap();
+    let line = out.stdout.lines().next().unwrap_or_default();
+    let took: f64 = line
+        .split_whitespace()
+        .nth(5)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no time in {line:?}"));
+    assert!(line.ends_with("still held"), "{line}");
+    assert!(took < 5.0, "device 1's calls waited for device 0's slow call: {line}");
+}

@@ -231,6 +231,18 @@ pub trait Backend: Send + Sync + Sized + 'static {
         None
     }
 
+    /// What device code on `device` is told to ring after writing a host call's request (the value
+    /// written into an image's `__omprpc_rpc_doorbell`), arranging for that ring to ring `doorbell`,
+    /// on which the serving threads sleep; `None` where the device cannot wake the host (its calls
+    /// are then looked for on a backoff). Asked once per image with host services.
+    fn device_doorbell(
+        &self,
+        _device: usize,
+        _doorbell: &'static crate::util::doorbell::Doorbell,
+    ) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// Whether `error`, from waiting for `device`'s work, means the device is lost for good (a kernel
     /// faulted: CUDA's sticky errors, an HSA queue error): its host calls can never be completed by
     /// the device, so the core ends the ones in progress and takes its servers out of service.

@@ -105,8 +105,9 @@ impl<B: Backend> QueueSlot<B> {
         {
             // A kernel does not wait for its one-way calls (free, say): serve what is left before the
             // kernel is reported done, so that their effects and messages precede the program's next
-            // statement (a call another thread is serving is waited for, a bounded time).
-            crate::rpc::serving::threads::serve_what_is_waiting(LAST_CALLS_WAIT);
+            // statement (a call another thread is serving is waited for, a bounded time). Only this
+            // device's servers: another device's slow call must not hold up this synchronisation.
+            crate::rpc::serving::threads::serve_what_is_waiting(device.index, LAST_CALLS_WAIT);
         }
         device.rpc_kernels_in_flight.fetch_sub(kernels, Ordering::AcqRel);
         #[cfg(feature = "rpc")]

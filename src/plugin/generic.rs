@@ -21,6 +21,11 @@ use crate::util::sync::{lock, write};
 /// `OMP_REQ_UNIFIED_SHARED_MEMORY` of the flags `init_requires` passes.
 const REQUIRES_UNIFIED_SHARED_MEMORY: i64 = 0x008;
 
+/// The longest nap of a thread waiting for a queue whose kernels may call the host: a thousand looks a
+/// second at a long kernel, under 0.5% of a core here, while a short one is seen within twice its
+/// run time.
+const QUEUE_NAP_MAX: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// The generic plugin over backend `B`.
 pub struct Core<B: Backend> {
     backend: &'static B,
@@ -163,11 +168,11 @@ impl<B: Backend> Core<B> {
             .acquire(|| Ok(QueueSlot::new(backend, backend.create_queue(device.index)?)))
     }
 
-    /// Waits for a queue's work (serving the device's host calls meanwhile) when `wait`, then gives it
-    /// back.
+    /// Waits for a queue's work when `wait` (the serving threads serve the device's host calls
+    /// meanwhile), then gives it back.
     fn finish_queue(&self, device: &Device<B>, slot: Item<QueueSlot<B>>, wait: bool) -> Result<()> {
         let waited = if wait {
-            self.serve_while_waiting(device, &slot)
+            self.wait_without_blocking(device, &slot)
                 .and_then(|()| self.backend.synchronize(device.index, &slot.queue))
                 .map_err(|e| self.queue_failed(device, &slot, e))
         } else {
@@ -190,28 +195,20 @@ impl<B: Backend> Core<B> {
         slot.name_last_kernel(device, error)
     }
 
-    /// A thread waiting for a queue serves other devices' host calls meanwhile, never its own
-    /// device's: it is the one that would see the device fail, so a call of that device it was in the
-    /// middle of (waiting for a packet the faulted device never sends) would wait for ever. The
-    /// serving threads serve the device's calls, and this thread answers them for the device when
-    /// the queue fails ([`Core::queue_failed`]).
-    fn serve_while_waiting(&self, device: &Device<B>, slot: &QueueSlot<B>) -> Result<()> {
+    /// Waits for a queue whose kernels may call the host without blocking inside the driver: it asks
+    /// whether the queue is idle, napping between looks (from a microsecond, doubling up to
+    /// [`QUEUE_NAP_MAX`]), so that a driver synchronisation never holds this thread while a kernel
+    /// waits for the host, and a long kernel costs a wake-up a millisecond. It serves no calls: the
+    /// serving threads do, and this thread is the one that sees a device fail
+    /// ([`Core::queue_failed`]).
+    fn wait_without_blocking(&self, device: &Device<B>, slot: &QueueSlot<B>) -> Result<()> {
         if !device.uses_rpc() || slot.rpc_kernels.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
-        #[cfg(feature = "rpc")]
-        {
-            // The serving thread serves too, so back off to short naps rather than take a core from
-            // the kernel.
-            let mut nap = std::time::Duration::from_micros(1);
-            while !self.backend.is_idle(device.index, &slot.queue)? {
-                if crate::rpc::serving::threads::serve_others_once(|server| rpc_link::may_serve(device, server)) {
-                    nap = std::time::Duration::from_micros(1);
-                } else {
-                    std::thread::sleep(nap);
-                    nap = (nap * 2).min(std::time::Duration::from_micros(200));
-                }
-            }
+        let mut nap = std::time::Duration::from_micros(1);
+        while !self.backend.is_idle(device.index, &slot.queue)? {
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(QUEUE_NAP_MAX);
         }
         Ok(())
     }

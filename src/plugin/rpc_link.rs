@@ -42,6 +42,11 @@ use crate::util::error::Result;
 /// such symbol; its images get the device's lane size.
 pub const LANES_SYMBOL: &std::ffi::CStr = c"__omprpc_rpc_lanes";
 
+/// The symbol through which `omprpc_device.h` learns what to ring after writing a request (a
+/// `uint64_t`, 0 until the host writes it: the address of the serving threads' doorbell on the host
+/// device, an HSA signal's handle on AMD GPUs). LLVM libc's client rings nothing.
+pub const DOORBELL_SYMBOL: &std::ffi::CStr = c"__omprpc_rpc_doorbell";
+
 /// The memory of one device as the RPC server needs it, through the backend's hooks.
 #[cfg(feature = "rpc")]
 pub struct BackendMemory<B: Backend> {
@@ -114,26 +119,6 @@ pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<std::sync::Arc<crate::r
         .iter()
         .filter_map(|image| image.services.server.clone())
         .collect()
-}
-
-/// Whether `server` may be the server of an image loaded on `device`: yes when it is, and when the
-/// images cannot be looked at now (a load or unload holds them), so that a caller that must leave the
-/// device's servers alone never waits for that lock or guesses wrong.
-#[cfg(feature = "rpc")]
-pub fn may_serve<B: Backend>(
-    device: &Device<B>,
-    server: &std::sync::Arc<crate::rpc::serving::server::RpcServer>,
-) -> bool {
-    let Ok(images) = device.images.try_lock() else {
-        return true;
-    };
-    images.iter().any(|image| {
-        image
-            .services
-            .server
-            .as_ref()
-            .is_some_and(|own| std::sync::Arc::ptr_eq(own, server))
-    })
 }
 
 /// How long the host calls a lost device was making are given to end once answered for it.
@@ -308,6 +293,7 @@ pub fn attach<B: Backend>(
     let published = core
         .write_device(device, target as *mut c_void, &server.client_bytes())
         .context(|| format!("writing the RPC client of device {}", device.index))
+        .and_then(|()| connect_doorbell(core, device, module, &server))
         .and_then(|()| threads::put_in_service(Arc::clone(&server)));
     if let Err(e) = published {
         if let Err(shutdown) = server.shutdown() {
@@ -328,6 +314,31 @@ pub fn attach<B: Backend>(
         ),
     );
     Ok(ImageServices { server: Some(server) })
+}
+
+/// Tells the image's code what to ring after writing a request, when it asks ([`DOORBELL_SYMBOL`]) and
+/// the device can wake the host; the server is then marked as rung, so that the serving threads sleep
+/// until it rings instead of looking on a backoff.
+#[cfg(feature = "rpc")]
+fn connect_doorbell<B: Backend>(
+    core: &super::generic::Core<B>,
+    device: &Device<B>,
+    module: &B::Module,
+    server: &crate::rpc::serving::server::RpcServer,
+) -> Result<()> {
+    use crate::util::error::Context;
+    let what = "the doorbell device code rings";
+    let Some((at, _)) = optional_global::<B, 8>(core, device, module, DOORBELL_SYMBOL, what)? else {
+        return Ok(());
+    };
+    let doorbell = &crate::rpc::serving::threads::DOORBELL;
+    let Some(ring) = core.backend().device_doorbell(device.index, doorbell)? else {
+        return Ok(());
+    };
+    core.write_device(device, at as *mut c_void, &ring.to_le_bytes())
+        .context(|| format!("writing the doorbell of device {}", device.index))?;
+    server.rings_doorbell();
+    Ok(())
 }
 
 /// The heap of the device's code, made (and on a GPU reserved) by the first image with host services,

@@ -14,10 +14,12 @@
 //!    [`serving::registry`] with every registered user handler).
 //! 2. **The device asks.** Its leader lane takes a free port of the mailbox, writes the active lanes,
 //!    the opcode and a packet per lane, and flips its word ([`protocol::mailbox`] describes the
-//!    layout; [`protocol::client`] plays this side for the plugin's own rehearsals and for tests).
+//!    layout; [`protocol::client`] plays this side for tests).
 //! 3. **A serving thread notices.** While a kernel that may call the host runs, the scanner of
-//!    [`serving::threads`] asks each server to serve once: the server finds the ports whose two words
-//!    differ ([`protocol::mailbox::Mailbox::holds_request`]), claims that port's window
+//!    [`serving::threads`] asks each server to serve once (sleeping between looks once a lull has
+//!    lasted a while, until device code rings the [`crate::util::doorbell`] or a short nap ends):
+//!    the server finds the ports whose two words differ
+//!    ([`protocol::mailbox::Mailbox::holds_request`]), claims that port's window
 //!    ([`protocol::window`], a one-port view of libc's server) and runs libc's `rpc_handle_server`
 //!    on it. The call is shown in the thread's slot ([`serving::calls`]), where a stand-by thread
 //!    takes over the scan from a call that holds it up, and the watchdog looks.
@@ -31,15 +33,16 @@
 //! 6. **The call is observed.** [`observing`] adds it to the statistics, the trace and the
 //!    watchdog's view as it ends, and reports them at exit ([`observing::report_at_exit`]).
 //!
-//! When the kernel ends, the thread that waited for it serves what the kernel left behind (a last
-//! `free`, which the device does not wait for) before the region is reported done; a device that
+//! When the kernel ends, the thread that waited for it serves what the kernel left behind on its
+//! device's servers (a last `free`, which the device does not wait for) before the region is reported
+//! done; a device that
 //! faults in the middle of a call has the calls it was making answered for it
 //! ([`serving::server::RpcServer::answer_for_lost_device`]).
 //!
 //! The folders follow that path and use each other in one direction only (`tests/module_layout.rs`
 //! checks it): [`protocol`] (libc's binding, the mailbox, the window, the port, the client),
 //! [`services`] (what the plugin's own opcodes do), [`serving`] (servers, threads, handlers,
-//! rehearsals, the calls in progress), [`observing`] (statistics, trace, watchdog). `simulated`
+//! the calls in progress), [`observing`] (statistics, trace, watchdog). `simulated`
 //! plays devices in tests.
 
 pub mod observing;
@@ -76,8 +79,7 @@ pub trait DeviceMemory: Send + Sync {
     unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()>;
 }
 
-/// Host memory as a device's, for mailboxes that only this process uses: the serving thread's
-/// rehearsals ([`serving::rehearsal`]), and tests and benchmarks that play the device from a host thread.
+/// Host memory as a device's, for mailboxes that only this process uses: tests and benchmarks that play the device from a host thread.
 pub struct HostMemory;
 
 impl DeviceMemory for HostMemory {

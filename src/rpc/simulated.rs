@@ -33,6 +33,17 @@ impl SimulatedDevice {
         }
     }
 
+    /// The client side of `server`'s mailbox, whose code rings the doorbell with `ring` after each
+    /// request, as `omprpc_device.h` does where the device can wake the host.
+    pub fn ringing(server: Arc<RpcServer>, ring: impl Fn() + Send + Sync + 'static) -> SimulatedDevice {
+        SimulatedDevice {
+            client: Client::new(server.mailbox())
+                .with_waits(|wait| sim_memory::host_side(wait))
+                .with_doorbell(ring),
+            server,
+        }
+    }
+
     /// Makes this device's warps sleep 1 ms between looks once a wait grows long (see
     /// [`Client::nap_while_waiting`]).
     pub fn nap_while_waiting(&self) {

@@ -239,6 +239,50 @@ pub enum ServeMode {
     WholeServerScan,
 }
 
+/// How the serving threads wait for host calls while a kernel that may make them runs
+/// (`OMPRPC_RPC_WAIT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RpcWait {
+    /// Sleep after a short spin: until device code rings the doorbell where it can, else in naps
+    /// that grow to `longest` (the most a call after a lull waits to be seen on NVIDIA GPUs, or from
+    /// LLVM libc's own client). `adaptive` (the default) or a number of microseconds.
+    Sleep {
+        /// The longest nap.
+        longest: std::time::Duration,
+    },
+    /// Never sleep while such a kernel runs: the lowest latency, at the cost of a core (`spin`).
+    Spin,
+}
+
+/// The longest nap of `OMPRPC_RPC_WAIT=adaptive`: a call after a lull on a device that cannot ring
+/// is seen within this (`docs/measurements.md`, "Waiting for host calls").
+pub const DEFAULT_LONGEST_NAP_US: u64 = 200;
+/// The most `OMPRPC_RPC_WAIT` may ask for (a second): longer naps would leave calls waiting longer than
+/// any user wants, with no CPU left to save.
+pub const MAX_LONGEST_NAP_US: u64 = 1_000_000;
+
+impl Default for RpcWait {
+    fn default() -> Self {
+        RpcWait::Sleep {
+            longest: std::time::Duration::from_micros(DEFAULT_LONGEST_NAP_US),
+        }
+    }
+}
+
+/// Reads `OMPRPC_RPC_WAIT`: `spin`, `adaptive`, or the longest nap in microseconds.
+fn parse_rpc_wait(text: &str) -> Option<RpcWait> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "" | "adaptive" => Some(RpcWait::default()),
+        "spin" => Some(RpcWait::Spin),
+        number => {
+            let us: u64 = number.parse().ok()?;
+            (1..=MAX_LONGEST_NAP_US).contains(&us).then(|| RpcWait::Sleep {
+                longest: std::time::Duration::from_micros(us),
+            })
+        }
+    }
+}
+
 /// Events the trace keeps unless `OMPRPC_TRACE_EVENTS` says otherwise (32 MB).
 pub const DEFAULT_TRACE_EVENTS: usize = 1_000_000;
 /// The most events `OMPRPC_TRACE_EVENTS` may ask for (3.2 GB), so that a typo cannot exhaust memory.
@@ -260,6 +304,8 @@ pub struct HostServiceSettings {
     pub watchdog: Option<std::time::Duration>,
     /// `OMPRPC_RPC_SERVE`: how requests are served.
     pub serve: ServeMode,
+    /// `OMPRPC_RPC_WAIT`: how the serving threads wait for requests.
+    pub rpc_wait: RpcWait,
 }
 
 impl HostServiceSettings {
@@ -292,7 +338,17 @@ impl HostServiceSettings {
                 ServeMode::PortByPort
             }
         };
+        let rpc_wait = lookup("OMPRPC_RPC_WAIT").map_or_else(RpcWait::default, |text| {
+            parse_rpc_wait(&text).unwrap_or_else(|| {
+                log::error(format_args!(
+                    "OMPRPC_RPC_WAIT='{text}' is not 'adaptive', 'spin' or a number of microseconds from 1 to \
+                     {MAX_LONGEST_NAP_US}; waiting adaptively"
+                ));
+                RpcWait::default()
+            })
+        });
         HostServiceSettings {
+            rpc_wait,
             stats,
             trace: lookup("OMPRPC_TRACE")
                 .filter(|path| !path.is_empty())
@@ -447,6 +503,22 @@ mod tests {
         );
         assert_eq!(read(&[("OMPRPC_RPC_SERVE", "scan")]).serve, ServeMode::WholeServerScan);
         assert_eq!(read(&[("OMPRPC_RPC_SERVE", "scanning")]).serve, ServeMode::PortByPort);
+        assert_eq!(read(&[]).rpc_wait, RpcWait::default());
+        assert_eq!(read(&[("OMPRPC_RPC_WAIT", " Spin ")]).rpc_wait, RpcWait::Spin);
+        assert_eq!(read(&[("OMPRPC_RPC_WAIT", "adaptive")]).rpc_wait, RpcWait::default());
+        assert_eq!(
+            read(&[("OMPRPC_RPC_WAIT", "50")]).rpc_wait,
+            RpcWait::Sleep {
+                longest: Duration::from_micros(50)
+            }
+        );
+        for bad in ["0", "fast", "1000001", "-5", "1.5"] {
+            assert_eq!(
+                read(&[("OMPRPC_RPC_WAIT", bad)]).rpc_wait,
+                RpcWait::default(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -595,10 +595,11 @@ pub(crate) mod tests {
             &include_bytes!("../../tests/data/nvptx/cuda_module-sm_90.cubin")[..],
         ] {
             let image = Image::parse(cubin).unwrap();
+            // The pointer's own relocation (type 4, a 64-bit address), not the code's 32-bit halves.
             let relocation = image
                 .relocations()
                 .into_iter()
-                .find(|r| r.symbol == b"omprpc_client_object")
+                .find(|r| r.symbol == b"omprpc_client_object" && r.kind == 4)
                 .expect("the pointer is relocated to the client object");
             assert_eq!(relocation.addend, 0);
             // Sections are placed one by one: any loaded values, as the relocation names the object.

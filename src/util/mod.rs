@@ -1,4 +1,5 @@
-//! What every layer uses: the error type, settings, one clock, messages, poison-tolerant locking, address-keyed
+//! What every layer uses: the error type, settings, one clock, messages, poison-tolerant locking, a
+//! doorbell threads sleep on (a futex), address-keyed
 //! maps, a bounds-checked ELF reader, checked reads of memory others point us at, and test-time fault
 //! injection. Nothing here knows about
 //! libomptarget, a backend or RPC, so the layers above depend on it and it on none of them.
@@ -9,6 +10,7 @@ pub mod alloc_count;
 #[cfg(feature = "rpc")]
 pub mod clock;
 pub mod config;
+pub mod doorbell;
 pub mod elf;
 pub mod error;
 pub mod fault;

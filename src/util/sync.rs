@@ -11,7 +11,7 @@
 //! * a thread, or what only threads that did not survive the fork update (the serving threads' owner,
 //!   the watchdog, the call slots of serving threads);
 //! * a lock that a thread may hold across a wait or across code not ours (a user handler's lock, the
-//!   statistics' shards, the trace's ring, rehearsal stages);
+//!   statistics' shards, the trace's ring);
 //! * what only the process that made it should report (statistics, trace).
 //!
 //! A static stays shared with a child when the child needs the parent's contents to go on and its

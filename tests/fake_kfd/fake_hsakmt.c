@@ -1303,6 +1303,23 @@ static void complete_signal(uint64_t handle, uint64_t start) {
   }
 }
 
+/* What ockl's __ockl_hsa_signal_store does when device code stores to a signal (the device's own
+ * part of ROCm's hostcall doorbell): for a user signal (amd_signal_t.kind 1), the value is stored and,
+ * when the signal has an event mailbox, the event id is written there and the interrupt raised
+ * (s_sendmsg MSG_INTERRUPT). Returns 0, or -1 for a signal that is not a user signal. */
+EXPORT int fake_kfd_signal_store(uint64_t handle, int64_t value) {
+  uint8_t *s = (uint8_t *)(uintptr_t)handle;
+  if (s == NULL || atomic_load((_Atomic int64_t *)s) != 1) return -1;
+  atomic_store((_Atomic int64_t *)(s + SIGNAL_VALUE_OFFSET), value);
+  uint64_t mailbox_ptr = rd64(s + SIGNAL_MAILBOX_OFFSET);
+  uint32_t event_id = rd32(s + SIGNAL_EVENT_ID_OFFSET);
+  if (mailbox_ptr != 0) {
+    atomic_store((_Atomic uint64_t *)(uintptr_t)mailbox_ptr, (uint64_t)event_id);
+    raise_event_id(event_id);
+  }
+  return 0;
+}
+
 /* Waits, with back-off, until fn(arg) holds or the queue is being destroyed. */
 static bool wait_until(struct fake_queue *q, bool (*fn)(const uint8_t *), const uint8_t *arg) {
   for (unsigned spins = 0; !fn(arg); spins++) {

@@ -70,6 +70,12 @@ size_t fake_kfd_packets(struct fake_kfd_packet *out, size_t from, size_t max);
  * memory event (not initialised). */
 int fake_kfd_memory_fault(unsigned gpu, uint64_t virtual_address);
 
+/* What device code's store to a signal does through ockl (__ockl_hsa_signal_store), as ROCm's
+ * hostcall rings its doorbell: stores `value` into the user signal `handle` (an hsa_signal_t's handle)
+ * and, when the signal has an event mailbox (signals the runtime can wait on with interrupts), writes
+ * its event id there and raises the event. Returns 0, or -1 when `handle` is not a user signal. */
+int fake_kfd_signal_store(uint64_t handle, int64_t value);
+
 /* The host address behind a GPU virtual address. It is the address itself except in the
  * FAKE_KFD_DISTINCT_GPU_ADDRESSES=1 mode, where registered (locked) host memory gets GPU addresses
  * that the host cannot dereference; kernel bodies use this to follow such pointers. */

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::code_object::TargetId;
+use super::doorbell::DeviceDoorbell;
 use super::memory::HostBuffers;
 use super::queue::{AqlQueue, Health, SignalPool};
 use super::runtime::{Api, PoolSummary};
@@ -197,6 +198,9 @@ pub struct AmdDevice {
     /// What streams held when the device failed, released with the device.
     pub leftovers: Mutex<Vec<Leftovers>>,
     next_queue: AtomicUsize,
+    /// The signal device code rings after a host call's request, made by the first image with host
+    /// services, released with the device.
+    doorbell: Mutex<Option<Box<DeviceDoorbell>>>,
 }
 
 impl AmdDevice {
@@ -208,6 +212,7 @@ impl AmdDevice {
             ready: Mutex::new(None),
             leftovers: Mutex::new(Vec::new()),
             next_queue: AtomicUsize::new(0),
+            doorbell: Mutex::new(None),
         }
     }
 
@@ -254,6 +259,24 @@ impl AmdDevice {
             .ok_or(Error::DeviceNotInitialized(index as i32))
     }
 
+    /// The handle of the device's host-call doorbell signal (made on first use), which rings
+    /// `doorbell`.
+    pub fn rpc_doorbell(&self, api: Api, doorbell: &'static crate::util::doorbell::Doorbell) -> Result<u64> {
+        let mut slot = lock(&self.doorbell);
+        if let Some(bell) = &*slot {
+            return Ok(bell.handle());
+        }
+        let bell = DeviceDoorbell::create(api, doorbell)?;
+        let handle = bell.handle();
+        *slot = Some(bell);
+        Ok(handle)
+    }
+
+    /// Rings of the device's host-call doorbell passed on so far (0 without one), for tests.
+    pub fn rpc_doorbell_rings(&self) -> u64 {
+        lock(&self.doorbell).as_ref().map_or(0, |bell| bell.rings())
+    }
+
     /// The HSA queue the next stream uses.
     pub fn next_queue(&self, ready: &Ready) -> Arc<AqlQueue> {
         let at = self.next_queue.fetch_add(1, Ordering::Relaxed) % ready.queues.len();
@@ -272,6 +295,10 @@ impl AmdDevice {
         let mut result = Ok(());
         for queue in &ready.queues {
             result = result.and(queue.destroy());
+        }
+        // No kernel runs now, so none rings the doorbell any more.
+        if let Some(bell) = lock(&self.doorbell).take() {
+            result = result.and(bell.release());
         }
         let mut stuck = 0;
         // One second in all for the copy engine, however many streams left something.

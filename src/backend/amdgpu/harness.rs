@@ -277,6 +277,14 @@ impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
         simulated::variable(name)
     }
 
+    fn device_can_ring() -> bool {
+        true
+    }
+
+    fn ring_from_device(doorbell: u64) {
+        simulated::device_signal_store(doorbell, 1);
+    }
+
     fn streams_are_driver_objects() -> bool {
         false
     }

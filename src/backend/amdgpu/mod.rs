@@ -4,7 +4,8 @@
 //!
 //! Layers, as for CUDA: [`sys`] (the runtime's types and entry points), [`runtime`] (the opened
 //! runtime and its checked calls), [`code_object`] (what an image says about itself), [`device`] (a
-//! GPU agent and its queues, signals and buffers), [`queue`] (signals, HSA queues, AQL packets),
+//! GPU agent and its queues, signals and buffers), [`doorbell`] (the signal device code rings after a
+//! host call's request), [`queue`] (signals, HSA queues, AQL packets),
 //! [`stream`] (streams and events over signals, copies) and [`memory`] (host buffers and directly
 //! reachable host ranges). [`AmdgpuBackend`] maps the core's hooks onto them the way LLVM 16's stock
 //! AMDGPU plugin does: one device per GPU agent, device memory from its first coarse-grained pool,
@@ -15,6 +16,7 @@
 
 pub mod code_object;
 pub mod device;
+pub mod doorbell;
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod memory;
@@ -648,6 +650,16 @@ impl Backend for AmdgpuBackend {
 
     fn queue_handle(&self, queue: &AmdStream) -> *mut c_void {
         queue.handle()
+    }
+
+    /// A signal of the device's that device code stores to after writing a request (as ROCm's hostcall
+    /// does); the runtime's handler thread, woken by its interrupt, rings `doorbell`.
+    fn device_doorbell(
+        &self,
+        device: usize,
+        doorbell: &'static crate::util::doorbell::Doorbell,
+    ) -> Result<Option<u64>> {
+        self.devices[device].rpc_doorbell(self.api, doorbell).map(Some)
     }
 
     fn device_lost(&self, device: usize, _error: &Error) -> bool {

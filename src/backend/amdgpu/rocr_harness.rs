@@ -48,6 +48,7 @@ struct FakeDriver {
     packets: unsafe extern "C" fn(out: *mut LoggedPacket, from: usize, max: usize) -> usize,
     memory_fault: unsafe extern "C" fn(gpu: u32, virtual_address: u64) -> c_int,
     fail_next: unsafe extern "C" fn(thunk_function: *const c_char),
+    signal_store: unsafe extern "C" fn(handle: u64, value: i64) -> c_int,
 }
 
 /// A packet the fake's command processor consumed (`struct fake_kfd_packet`).
@@ -143,6 +144,7 @@ fn open_rocr() -> Rocr {
         packets: hook(thunk, b"fake_kfd_packets\0"),
         memory_fault: hook(thunk, b"fake_kfd_memory_fault\0"),
         fail_next: hook(thunk, b"fake_kfd_fail_next\0"),
+        signal_store: hook(thunk, b"fake_kfd_signal_store\0"),
     };
     drop(lock);
     let mut recorded = real;
@@ -847,6 +849,19 @@ impl<G: SimulatedGpu> Harness for RocrHarness<G> {
 
     fn violations(&self) -> Vec<String> {
         record().violations.clone()
+    }
+
+    fn device_can_ring() -> bool {
+        true
+    }
+
+    fn ring_from_device(doorbell: u64) {
+        // SAFETY: the hook of fake_kfd.h; it checks that the handle is a user signal before using it.
+        let stored = unsafe { (rocr().fake.signal_store)(doorbell, 1) };
+        assert_eq!(
+            stored, 0,
+            "the doorbell {doorbell:#x} is a user signal of the runtime's"
+        );
     }
 
     fn module_global(&self, name: &str) -> Option<(usize, usize)> {

@@ -399,8 +399,26 @@ impl Api {
     /// `arg` stays valid until the handler has run, and the handler is sound to run on another thread.
     pub unsafe fn on_zero(&self, signal: HsaSignal, handler: sys::SignalHandler, arg: *mut c_void) -> Result<()> {
         // SAFETY: per this function's contract.
+        unsafe { self.on_condition(signal, signal_condition::EQ, 0, handler, arg) }
+    }
+
+    /// Runs `handler(value, arg)` on the runtime's thread whenever the signal's value meets
+    /// `condition` against `value`, for as long as the handler returns true.
+    ///
+    /// # Safety
+    /// `arg` stays valid until the handler has returned false, and the handler is sound to run on
+    /// another thread.
+    pub unsafe fn on_condition(
+        &self,
+        signal: HsaSignal,
+        condition: u32,
+        value: HsaSignalValue,
+        handler: sys::SignalHandler,
+        arg: *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
         self.check("hsa_amd_signal_async_handler", unsafe {
-            (self.f().hsa_amd_signal_async_handler)(signal, signal_condition::EQ, 0, handler, arg)
+            (self.f().hsa_amd_signal_async_handler)(signal, condition, value, handler, arg)
         })
     }
 

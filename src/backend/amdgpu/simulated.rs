@@ -708,6 +708,17 @@ pub fn blocks() -> Vec<(usize, usize)> {
     with(|w| w.memory.iter().map(|(&a, b)| (a, b.size)).collect())
 }
 
+/// What device code's store to a signal does (ockl's `__ockl_hsa_signal_store`, which also raises the
+/// signal's interrupt): sets the value and wakes whoever waits on it, async handlers included.
+pub fn device_signal_store(handle: u64, value: HsaSignalValue) {
+    with(|w| match w.signals.get_mut(&handle) {
+        Some(signal) => signal.value = value,
+        None => w.note(format!(
+            "device code stored to signal {handle:#x}, which does not exist"
+        )),
+    })
+}
+
 /// Address and size of the variable `name` of any loaded executable, local ones included (which the
 /// runtime does not answer for).
 pub fn variable(name: &str) -> Option<(usize, usize)> {

@@ -433,7 +433,11 @@ fn the_amdgpu_settings_take_effect() {
         ],
     );
     assert_eq!(simulated::queue_sizes(), vec![128, 128], "two queues of 128 packets");
-    assert_eq!(simulated::calls("hsa_amd_signal_create"), 8, "eight signals up front");
+    assert_eq!(
+        simulated::calls("hsa_amd_signal_create"),
+        8 + 1,
+        "eight signals up front, and the doorbell of the image's host calls"
+    );
     // SAFETY: the kernel has no body.
     unsafe { core.launch(0, addresses[1], &[], &LaunchRequest::default(), None) }.unwrap();
     let launch = simulated::launches().last().cloned().unwrap();

@@ -155,6 +155,16 @@ impl Backend for HostBackend {
         false
     }
 
+    /// The host device's code runs on host threads of this process: it rings the serving threads'
+    /// doorbell itself (an atomic add, and a futex wake when a thread sleeps).
+    fn device_doorbell(
+        &self,
+        _device: usize,
+        doorbell: &'static crate::util::doorbell::Doorbell,
+    ) -> Result<Option<u64>> {
+        Ok(Some(doorbell.address()))
+    }
+
     fn alloc(&self, _device: usize, size: usize, _kind: AllocKind) -> Result<*mut c_void> {
         // SAFETY: malloc has no preconditions; a null result is handled below.
         let ptr = fault::call_or("malloc", std::ptr::null_mut(), || unsafe { libc::malloc(size) });

@@ -226,6 +226,17 @@ pub(crate) trait Harness: Sized {
     /// Holds the device's queued work back (`true`) or lets it go (`false`); a device that runs work only
     /// when the host waits has nothing to hold.
     fn hold(&self, _on: bool) {}
+
+    /// Whether the backend gives device code a doorbell to ring after its host calls' requests.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn device_can_ring() -> bool {
+        false
+    }
+
+    /// What device code does to ring `doorbell`, the value the backend wrote into the image's
+    /// `__omprpc_rpc_doorbell`.
+    #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
+    fn ring_from_device(_doorbell: u64) {}
     /// Lanes of the device's warp or wavefront, which host services serve at once.
     #[cfg_attr(not(feature = "rpc"), allow(dead_code))] // only host services use it
     fn lane_size(&self) -> u32 {
@@ -1367,6 +1378,71 @@ pub(crate) fn host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory<
     assert_eq!(h.live(), Live::NONE, "the mailbox and client object are released too");
 }
 
+/// Device code rings the doorbell after each request where the backend gave it one (AMD: a signal
+/// whose interrupt the runtime's handler thread passes on to the serving threads), so that they can
+/// sleep through a lull; every call after a lull is served promptly, rung or not. A ring that did not
+/// reach them would leave each call waiting for the scanner's look-anyway timer (100 ms), so the
+/// median of five calls after 30 ms lulls stays far below that.
+#[cfg(feature = "rpc")]
+pub(crate) fn calls_after_lulls_are_rung_for_where_the_device_can_ring<H: Harness>() {
+    use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
+    use std::time::{Duration, Instant};
+    let h = H::start(1, &[("OMPRPC_RPC_PORTS", "8")]);
+    let op_note_thread = opcode_of_its_own();
+    let handler = NoteThread {
+        served_on: Arc::new(Mutex::new(Vec::new())),
+    };
+    crate::rpc::serving::registry::register_handler(op_note_thread, Box::new(handler)).unwrap();
+    let core = h.core();
+    let (program, loaded, server) = load_with_host_services(&h);
+    let doorbell = h
+        .module_global("__omprpc_rpc_doorbell")
+        .map_or(0, |(addr, _)| read::<u64>(addr));
+    assert_eq!(
+        doorbell != 0,
+        H::device_can_ring(),
+        "the doorbell the backend wrote into the image: {doorbell:#x}"
+    );
+    assert_eq!(
+        server.rung(),
+        doorbell != 0,
+        "the server sleeps until rung only when its device rings"
+    );
+    let took = Arc::new(Mutex::new(Vec::new()));
+    let (kernel_server, kernel_took) = (Arc::clone(&server), Arc::clone(&took));
+    let ring: fn(u64) = H::ring_from_device;
+    h.register_kernel(
+        &program.generic_name,
+        0,
+        Arc::new(move |_| {
+            let device = SimulatedDevice::ringing(Arc::clone(&kernel_server), move || {
+                if doorbell != 0 {
+                    ring(doorbell);
+                }
+            });
+            let warp = SimulatedWarp::new(&device, 0);
+            for i in 0..5u64 {
+                std::thread::sleep(Duration::from_millis(30));
+                let started = Instant::now();
+                assert_eq!(warp.call(op_note_thread, 1, &[[i; 8]])[0][0], i);
+                kernel_took.lock().unwrap().push(started.elapsed());
+            }
+        }),
+    );
+    launch_without_arguments(core, loaded.addresses[program.generic]).unwrap();
+    let mut took = took.lock().unwrap().clone();
+    took.sort();
+    assert_eq!(took.len(), 5);
+    assert!(
+        took[2] < Duration::from_millis(60),
+        "calls after lulls waited {took:?}: the device's ring did not wake the serving threads"
+    );
+    h.clear_kernels();
+    drop(server);
+    assert!(core.deinit().unwrap());
+    assert_eq!(h.live(), Live::NONE, "the doorbell signal is released with the device");
+}
+
 /// Instantiates every suite test for a harness, as `#[test]`s in a module `$name`:
 /// `backend_suite!(cuda, CudaHarness);` makes `suite::cuda::<test>` for each.
 #[macro_export]
@@ -1394,6 +1470,7 @@ macro_rules! backend_suite {
             $crate::backend_suite!(@tests $harness $(, $runner)?;
                 host_services_serve_a_32_lane_warp_over_the_drivers_pinned_memory,
                 the_thread_waiting_for_a_kernel_leaves_its_host_calls_to_the_serving_threads,
+                calls_after_lulls_are_rung_for_where_the_device_can_ring,
             );
         }
     };

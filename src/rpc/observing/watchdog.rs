@@ -233,10 +233,7 @@ impl Watchdog {
         });
         let mut seen = HashSet::new();
         for server in servers {
-            // Only devices' servers are in service; rehearsals are served where they are made.
-            let Owner::Device(device) = server.owner() else {
-                continue;
-            };
+            let Owner::Device(device) = server.owner();
             for (port, opcode, word) in server.waiting_requests() {
                 if being_served.contains(&(device, port)) {
                     continue;

@@ -1,7 +1,7 @@
 //! The client side of the protocol, played from a host thread as a warp's leader lane plays it on a
 //! GPU: open a port for the active lanes, write a packet per lane, hand the port to the server, wait
-//! for its turn to come back, read, close. The plugin's rehearsals play it against their own server
-//! (see `serving::rehearsal`); the tests' simulated warps (`rpc::simulated`) play devices with it.
+//! for its turn to come back, read, close. The tests' simulated warps (`rpc::simulated`) play devices
+//! with it.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 
@@ -16,6 +16,9 @@ pub struct Client {
     napping: AtomicBool,
     /// Runs each wait for the host (the tests' simulated device closes device memory meanwhile).
     around_wait: fn(&mut dyn FnMut()),
+    /// What the device's code rings after handing a port to the host, as `omprpc_device.h` does
+    /// (nothing by default, as LLVM libc's client).
+    ring: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// One port a client has open.
@@ -41,7 +44,15 @@ impl Client {
                 .collect(),
             napping: AtomicBool::new(false),
             around_wait: |wait| wait(),
+            ring: None,
         }
+    }
+
+    /// Rings `ring` after every hand-over of a port to the host, as device code that can wake the
+    /// host rings its doorbell.
+    pub fn with_doorbell(mut self, ring: impl Fn() + Send + Sync + 'static) -> Client {
+        self.ring = Some(Box::new(ring));
+        self
     }
 
     /// Runs every wait for the host inside `around_wait`.
@@ -158,6 +169,9 @@ impl ClientPort<'_> {
             .mailbox
             .client_word(self.index)
             .store(self.out, Ordering::Release);
+        if let Some(ring) = &self.client.ring {
+            ring();
+        }
     }
 
     /// Sends one packet per active lane, filled by `fill(lane, packet)`.

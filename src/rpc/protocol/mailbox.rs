@@ -1,6 +1,6 @@
 //! The one description of the shared mailbox of LLVM libc 19.1's RPC protocol, and the one way its
 //! words and headers are reached ([`Mailbox`]): by the server (to find waiting requests, to answer
-//! for a lost device), by the watchdog, by the rehearsals' client and the simulated warps. Checked
+//! for a lost device), by the watchdog, by the client of the simulated warps. Checked
 //! against the device header's constants and against the client object libc's server hands out.
 //!
 //! For N ports of L lanes, one block of host memory that the device also sees:

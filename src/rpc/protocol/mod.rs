@@ -10,23 +10,19 @@ pub mod port;
 #[cfg(feature = "rpc")]
 pub mod window;
 
-/// Whose calls come through a mailbox: a device's (shown to the watchdog, counted by the statistics,
-/// traced), or the serving thread's own rehearsals (see `serving::rehearsal`), which are none of
-/// those and have no device heap.
+/// Whose calls come through a mailbox, as messages, the watchdog, the statistics and the trace name
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Owner {
     /// The device with this number.
     Device(usize),
-    /// The serving thread's rehearsals.
-    Rehearsal,
 }
 
 impl std::fmt::Display for Owner {
-    /// How messages name it: `device 3`, or `the plugin's rehearsals`.
+    /// How messages name it: `device 3`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Owner::Device(device) => write!(f, "device {device}"),
-            Owner::Rehearsal => f.write_str("the plugin's rehearsals"),
         }
     }
 }

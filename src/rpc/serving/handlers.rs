@@ -74,8 +74,7 @@ pub fn user_opcode_running(op: u16) -> bool {
 pub(crate) struct Running(&'static AtomicBool);
 
 impl Running {
-    /// Marks the handler of `op` as running; nothing for an opcode below the users' (the plugin's
-    /// own rehearsals, which no other call waits for).
+    /// Marks the handler of `op` as running; nothing for an opcode below the users'.
     pub(crate) fn mark(op: u16) -> Option<Running> {
         let flag = &running()[usize::from(op.checked_sub(opcode::FIRST_USER)?)];
         flag.store(true, Ordering::Release);

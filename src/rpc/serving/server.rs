@@ -20,7 +20,7 @@ use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
 use crate::util::{fault, log};
 
-/// The RPC server of one device (or of the serving thread's rehearsals).
+/// The RPC server of one device.
 pub struct RpcServer {
     owner: Owner,
     raw: ffi::Device,
@@ -29,7 +29,7 @@ pub struct RpcServer {
     /// The shared mailbox.
     mailbox: Mailbox,
     memory: Arc<dyn DeviceMemory>,
-    /// A device's: its heap, for MALLOC and FREE; rehearsals have none and call neither.
+    /// Its heap, for MALLOC and FREE.
     callback_state: Option<Box<HeapService>>,
     /// Serving through libc's whole-server scan holds it shared; adding a callback to that server's
     /// (unlocked) map holds it exclusively. Windows need no gate (see [`PortWindow`]).
@@ -59,6 +59,9 @@ pub struct RpcServer {
     in_call: Box<[AtomicBool]>,
     /// Whether the device was lost: its calls are answered for it from then on.
     lost: AtomicBool,
+    /// Whether the device's code rings the doorbell after writing a request
+    /// ([`crate::util::doorbell`]), so that the serving threads may sleep until it does.
+    rung: AtomicBool,
 }
 
 /// How many recently used ports each server watches between parts of its scan.
@@ -129,12 +132,6 @@ impl RpcServer {
         RpcServer::build(Owner::Device(device), ports, lane_size, memory, Some(heap))
     }
 
-    /// A server of `ports` ports of `lane_size` lanes for the serving thread's rehearsals, its mailbox
-    /// from `memory`: its calls reach no statistics, trace or watchdog, and it serves no MALLOC or FREE.
-    pub(crate) fn for_rehearsals(ports: u32, lane_size: u32, memory: Arc<dyn DeviceMemory>) -> Result<Arc<RpcServer>> {
-        RpcServer::build(Owner::Rehearsal, ports, lane_size, memory, None)
-    }
-
     fn build(
         owner: Owner,
         ports: u32,
@@ -142,6 +139,7 @@ impl RpcServer {
         memory: Arc<dyn DeviceMemory>,
         heap: Option<Arc<DeviceHeap>>,
     ) -> Result<Arc<RpcServer>> {
+        let Owner::Device(device) = owner;
         if ports == 0 || ports as usize > crate::rpc::protocol::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
                 "{ports} RPC ports is not from 1 to {}",
@@ -174,10 +172,7 @@ impl RpcServer {
                 status,
             });
         };
-        let callback_state = match (owner, heap) {
-            (Owner::Device(device), Some(heap)) => Some(Box::new(HeapService { device, heap })),
-            _ => None,
-        };
+        let callback_state = heap.map(|heap| Box::new(HeapService { device, heap }));
         let layout = Layout {
             ports: ports as usize,
             lanes: lane_size as usize,
@@ -209,6 +204,7 @@ impl RpcServer {
                 .map(|_| AtomicBool::new(false))
                 .collect(),
             lost: AtomicBool::new(false),
+            rung: AtomicBool::new(false),
         });
         let registered = match &server.callback_state {
             Some(state) => {
@@ -281,7 +277,7 @@ impl RpcServer {
         self.mailbox.address()
     }
 
-    /// The mailbox, for a client to play the device's side (rehearsals, simulated warps).
+    /// The mailbox, for a client to play the device's side (simulated warps).
     pub fn mailbox(&self) -> Mailbox {
         self.mailbox
     }
@@ -537,9 +533,7 @@ impl RpcServer {
     /// while it runs, and added to the statistics and the trace when asked for. A handler that waits
     /// for the device may serve again on this thread, so what the thread served before is restored.
     fn observed(&self, port: usize, opcode: u16, serve: impl FnOnce() -> ffi::Status) -> ffi::Status {
-        let Owner::Device(device) = self.owner else {
-            return serve();
-        };
+        let Owner::Device(device) = self.owner;
         let began = Self::seen_at();
         // Read before serving: the header is the client's again once the reply is sent.
         let lanes = began.map_or(0, |_| self.lane_mask_of(port).count_ones());
@@ -633,6 +627,17 @@ impl RpcServer {
     /// Whether the device was lost ([`RpcServer::answer_for_lost_device`]).
     pub fn device_lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)
+    }
+
+    /// Whether the device's code rings the doorbell after each request: the serving threads then sleep
+    /// until it does, instead of looking on a backoff.
+    pub fn rung(&self) -> bool {
+        self.rung.load(Ordering::Relaxed)
+    }
+
+    /// The device's code was told where to ring the doorbell (before the server is put in service).
+    pub fn rings_doorbell(&self) {
+        self.rung.store(true, Ordering::Relaxed);
     }
 
     /// Frees the server and its mailbox. Only for servers no thread serves any more.

@@ -1,14 +1,19 @@
-//! The threads that serve every device with an RPC server. One of them, the *scanner*, polls every
-//! server while any kernel that may call the host is running: it spins, then yields the processor
-//! between polls (so a first call after a lull is seen within microseconds, and device threads that
-//! share the host's cores get them), rehearsing a call now and then so that the serving path stays in
-//! the caches ([`rehearsal`]), and sleeps on a condition variable, using no CPU, when no such
-//! kernel runs. A *stand-by* thread looks every millisecond ([`TAKEOVER_AFTER`]) at what the scanner
-//! serves; when it sees one call at two looks in a row (a handler reading stdin, a write to a slow
-//! file system), the stand-by becomes the scanner and starts a new stand-by, so that other ports and other
-//! devices are not held up by one slow call. The thread that was held up stands by, or ends if
-//! another thread stands by already. Calls of one user opcode still reach their handler one at a
-//! time (the handler's own lock).
+//! The threads that serve every device with an RPC server. One of them, the *scanner*, looks at every
+//! server while any kernel that may call the host is running. After a call it spins for `SPIN_FOR`
+//! (a device that calls often is answered at once), then sleeps on the [`DOORBELL`]: device code that
+//! can wake the host rings it after writing a request (the host device's threads, and AMD GPUs through
+//! an HSA signal), so a kernel that computes without calling costs no CPU; for servers whose clients
+//! cannot ring (NVIDIA GPUs, LLVM libc's own client) the sleeps are short and grow to the most
+//! `OMPRPC_RPC_WAIT` allows, so a call after a lull waits at most that long
+//! ([`crate::util::config::RpcWait`]; `spin` keeps the scanner on its core instead, yielding it between
+//! looks). When no such kernel runs the scanner sleeps until one starts.
+//!
+//! A *stand-by* thread looks every millisecond ([`TAKEOVER_AFTER`]) at what the scanner serves; when
+//! it sees one call at two looks in a row (a handler reading stdin, a write to a slow file system), the
+//! stand-by becomes the scanner and starts a new stand-by, so that other ports and other devices are
+//! not held up by one slow call. The thread that was held up stands by, or ends if another thread
+//! stands by already. While the scanner sleeps the stand-by sleeps too, until the scanner serves
+//! again. Calls of one user opcode still reach their handler one at a time (the handler's own lock).
 //!
 //! [`ServingThreads`] owns them: one per process, started in one place (`ServingThreads::start`,
 //! when the first server is put in service, and tried again by a kernel that may call the host if
@@ -19,23 +24,30 @@
 //! handler that never returns would make a join wait for ever.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::rpc::serving::calls::{self, CallSlot};
-
+use crate::rpc::serving::registry;
 use crate::rpc::serving::server::RpcServer;
-use crate::rpc::serving::{registry, rehearsal};
+use crate::util::config::RpcWait;
+use crate::util::doorbell::Doorbell;
 use crate::util::error::{Error, Result};
-use crate::util::sync::{lock, wait, PerProcess};
+use crate::util::sync::{lock, PerProcess};
 use crate::util::{fault, log};
+
+/// The doorbell the serving threads sleep on: rung by device code that can wake the host (its
+/// address is written into the images of the host device; AMD's signal handler rings it), and by
+/// the plugin when a kernel that may call the host starts. A plain static, not per process: the
+/// images of a forked child still hold its address.
+pub static DOORBELL: Doorbell = Doorbell::new();
 
 /// The serving threads of this process, and what they need to share.
 pub struct ServingThreads {
     /// Kernels in flight on devices with a server.
     active: AtomicUsize,
-    sleep: Mutex<()>,
-    wake: Condvar,
+    /// Whether the scanner has served nothing since it last slept: the stand-by then looks less often.
+    scanner_idle: AtomicBool,
     /// Whether the serving thread runs; a failed start is tried again by the next kernel.
     running: AtomicBool,
     /// Held while starting the thread.
@@ -52,8 +64,7 @@ impl ServingThreads {
     fn new() -> ServingThreads {
         ServingThreads {
             active: AtomicUsize::new(0),
-            sleep: Mutex::new(()),
-            wake: Condvar::new(),
+            scanner_idle: AtomicBool::new(true),
             running: AtomicBool::new(false),
             starting: Mutex::new(()),
             scanner: AtomicPtr::new(std::ptr::null_mut()),
@@ -87,19 +98,32 @@ pub fn put_in_service(server: std::sync::Arc<RpcServer>) -> Result<()> {
     registry::add_server(server)
 }
 
-/// How long the scanner spins with nothing to serve before it starts yielding the processor between
-/// polls. A time, not a number of polls: a poll of many ports takes longer than one of a few. A
-/// shorter spin served calls less often, a longer one no more often (`docs/measurements.md`, "How
-/// long the scanner spins before it yields").
-const SPIN_FOR: Duration = Duration::from_millis(1);
-// Rehearsals start only after a spin this long without a call, so the path served last is never
-// rehearsed sooner than it needs.
-const _: () = assert!(SPIN_FOR.as_micros() >= rehearsal::REHEARSE_EVERY.as_micros());
+/// How long the scanner looks again and again with nothing to serve before it sleeps (or, with
+/// `OMPRPC_RPC_WAIT=spin`, only yields the processor between looks). A time, not a number of polls: a
+/// poll of many ports takes longer than one of a few. Long enough that a device calling in a loop is
+/// answered without a sleep between its calls, short enough to cost little after a kernel's last call
+/// (`docs/measurements.md`, "Waiting for host calls").
+const SPIN_FOR: Duration = Duration::from_micros(50);
+/// For this long of [`SPIN_FOR`] the scanner polls without yielding; after it, it yields the processor
+/// between polls, so that a host-device thread that shares its core (the scheduler often wakes the
+/// scanner on the core of the thread that rang) gets its reply without waiting for the spin to end.
+const SPIN_WITHOUT_YIELDING: Duration = Duration::from_micros(5);
+/// The first sleep of a lull on servers whose clients cannot ring; each next sleep doubles, up to the
+/// most that `OMPRPC_RPC_WAIT` allows.
+const FIRST_NAP: Duration = Duration::from_micros(8);
+/// How long the scanner sleeps on servers whose clients all ring before it looks anyway: a safety net,
+/// at a cost of 10 wake-ups a second, never the way calls are found.
+const LOOK_ANYWAY_AFTER: Duration = Duration::from_millis(100);
 /// Polls between two looks at the clock while spinning.
 const POLLS_PER_LOOK: u32 = 32;
 /// How often the stand-by thread looks at the scanner: a call seen at two looks in a row (so one that
 /// has held the scanner for one to two of these) makes it take over the scan.
 pub const TAKEOVER_AFTER: Duration = Duration::from_millis(1);
+/// How often the stand-by looks at a scanner that was idle at its last look. A call that starts after a
+/// lull and then holds the scanner up is taken over within this and [`TAKEOVER_AFTER`]; looking more
+/// often would cost CPU in every quiet kernel, and waking the stand-by for each call after a lull
+/// would add a wake-up to its latency (`docs/measurements.md`, "Waiting for host calls").
+const IDLE_LOOK_EVERY: Duration = Duration::from_millis(10);
 /// Most serving threads at once; with this many held up by slow calls, further calls wait.
 const MAX_THREADS: usize = 16;
 
@@ -168,8 +192,7 @@ pub fn kernel_started() -> Result<()> {
     let service = service();
     service.start()?;
     if service.active.fetch_add(1, Ordering::SeqCst) == 0 {
-        let _lock = lock(&service.sleep);
-        service.wake.notify_all();
+        DOORBELL.ring();
     }
     Ok(())
 }
@@ -194,6 +217,7 @@ pub fn kernels_finished(count: usize) {
 }
 
 fn serve_forever(service: &'static ServingThreads, mut role: Role) {
+    precise_sleeps();
     let me = calls::my_slot() as *const CallSlot as *mut CallSlot;
     if role == Role::Scan {
         service.scanner.store(me, Ordering::Release);
@@ -219,18 +243,25 @@ fn serve_forever(service: &'static ServingThreads, mut role: Role) {
     }
 }
 
+/// Asks the kernel to end this thread's timed sleeps when they are due, not up to 50 µs later (its
+/// default slack): the backoff's short sleeps are the latency of a call after a lull.
+fn precise_sleeps() {
+    const SLACK_NS: libc::c_ulong = 1_000;
+    // SAFETY: PR_SET_TIMERSLACK takes a number and touches no memory of ours.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, SLACK_NS, 0, 0, 0) };
+}
+
 /// Sleeps, holding no server, until a kernel that may call the host runs.
 fn wait_for_kernels(service: &ServingThreads) {
-    let mut guard = lock(&service.sleep);
     while service.active.load(Ordering::SeqCst) == 0 {
-        guard = wait(&service.wake, guard);
+        DOORBELL.sleep_unless(None, || service.active.load(Ordering::SeqCst) != 0);
     }
 }
 
-/// Polls every server while this thread is the scanner; returns when another thread took over.
+/// Looks at every server while this thread is the scanner; returns when another thread took over.
 fn scan(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
+    let wait = crate::util::config::host_services().rpc_wait;
     let mut quiet = Quiet::default();
-    let mut rehearsals = rehearsal::Schedule::default();
     let mut seen = registry::generation();
     let mut servers = registry::servers();
     loop {
@@ -240,6 +271,7 @@ fn scan(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
         if service.active.load(Ordering::SeqCst) == 0 {
             // Hold no server while asleep, so that a device's teardown need not wait for this thread.
             drop(servers);
+            service.scanner_idle.store(true, Ordering::SeqCst);
             wait_for_kernels(service);
             seen = registry::generation();
             servers = registry::servers();
@@ -256,14 +288,57 @@ fn scan(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
         }
         if served {
             quiet = Quiet::default();
-        } else if !quiet.yielding {
-            quiet.polled();
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-            rehearsals.quiet(&servers);
+            serving_again(service);
+            continue;
+        }
+        match quiet.next(wait, || servers.iter().all(|server| server.rung())) {
+            Pause::Spin => std::hint::spin_loop(),
+            Pause::Yield => std::thread::yield_now(),
+            Pause::Sleep(timeout) => {
+                drop(servers);
+                service.scanner_idle.store(true, Ordering::SeqCst);
+                let found = DOORBELL.sleep_unless(timeout, || {
+                    service.active.load(Ordering::SeqCst) == 0 || serve_every_port()
+                });
+                // Every port is looked at after a sleep, not one part of the scan: the call that woke
+                // the thread may be on any of them.
+                if found || serve_every_port() {
+                    quiet = Quiet::default();
+                    serving_again(service);
+                }
+                seen = registry::generation();
+                servers = registry::servers();
+            }
         }
     }
+}
+
+/// Serves every port of every server once; whether any request was served here. A request another
+/// thread is serving, or whose handler is busy, waits without keeping this thread awake.
+fn serve_every_port() -> bool {
+    let mut served = false;
+    for server in registry::servers().iter() {
+        served |= server.serve_all_ports();
+    }
+    served
+}
+
+/// The scanner served after it was idle: the stand-by goes back to looking every [`TAKEOVER_AFTER`].
+fn serving_again(service: &ServingThreads) {
+    if service.scanner_idle.load(Ordering::Relaxed) {
+        service.scanner_idle.store(false, Ordering::Relaxed);
+    }
+}
+
+/// What the scanner does when a look found nothing.
+#[derive(Debug, PartialEq, Eq)]
+enum Pause {
+    /// Looks again at once.
+    Spin,
+    /// Gives the processor away, then looks again (`OMPRPC_RPC_WAIT=spin`).
+    Yield,
+    /// Sleeps until the doorbell rings, at most this long (`None`: until it rings).
+    Sleep(Option<Duration>),
 }
 
 /// How long the scanner has found nothing to serve.
@@ -272,23 +347,44 @@ struct Quiet {
     polls: u32,
     /// When the clock was first looked at in this lull.
     since: Option<Instant>,
-    /// Spun for [`SPIN_FOR`] already: yield between polls.
-    yielding: bool,
+    /// How long the lull had lasted at the last look at the clock.
+    lasted: Duration,
+    /// The last sleep on servers whose clients cannot ring.
+    nap: Option<Duration>,
 }
 
 impl Quiet {
-    /// One more poll found nothing; every [`POLLS_PER_LOOK`] polls, looks at the clock.
-    fn polled(&mut self) {
-        self.polls += 1;
-        if self.polls.is_multiple_of(POLLS_PER_LOOK) {
-            let now = Instant::now();
-            self.yielding = now.duration_since(*self.since.get_or_insert(now)) >= SPIN_FOR;
+    /// One more look found nothing: what to do before the next, under `wait`. `all_rung` says whether
+    /// every server's clients ring the doorbell (asked only once the spin is over).
+    fn next(&mut self, wait: RpcWait, all_rung: impl FnOnce() -> bool) -> Pause {
+        if self.lasted < SPIN_FOR {
+            self.polls += 1;
+            if self.polls.is_multiple_of(POLLS_PER_LOOK) {
+                let now = Instant::now();
+                self.lasted = now.duration_since(*self.since.get_or_insert(now));
+            }
+            if self.lasted < SPIN_WITHOUT_YIELDING {
+                return Pause::Spin;
+            }
+            if self.lasted < SPIN_FOR {
+                return Pause::Yield;
+            }
+        }
+        match wait {
+            RpcWait::Spin => Pause::Yield,
+            RpcWait::Sleep { longest } if !all_rung() => {
+                let nap = self.nap.map_or(FIRST_NAP, |last| last * 2).min(longest);
+                self.nap = Some(nap);
+                Pause::Sleep(Some(nap))
+            }
+            RpcWait::Sleep { .. } => Pause::Sleep(Some(LOOK_ANYWAY_AFTER)),
         }
     }
 }
 
-/// Looks every millisecond at the scanner while kernels run; takes over the scan when one call has
-/// held the scanner longer than [`TAKEOVER_AFTER`], starting a new stand-by thread.
+/// Looks at the scanner while kernels run, every [`TAKEOVER_AFTER`] while it serves and every
+/// [`IDLE_LOOK_EVERY`] while it is idle; takes over the scan when one call has held the scanner longer
+/// than [`TAKEOVER_AFTER`], starting a new stand-by thread.
 fn stand_by(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
     // The scanner's call seen at the last look: the same call at two looks a tick apart has held the
     // scanner for at least a tick.
@@ -298,7 +394,8 @@ fn stand_by(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
             wait_for_kernels(service);
             last_seen = None;
         }
-        std::thread::sleep(TAKEOVER_AFTER);
+        let idle = service.scanner_idle.load(Ordering::Relaxed) && last_seen.is_none();
+        std::thread::sleep(if idle { IDLE_LOOK_EVERY } else { TAKEOVER_AFTER });
         let scanner = service.scanner.load(Ordering::Acquire);
         // SAFETY: slots are leaked, so the pointer (set from `my_slot` of a serving thread) is valid.
         let now_serving = unsafe { scanner.as_ref() }
@@ -324,44 +421,45 @@ fn stand_by(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
     }
 }
 
-/// Serves every request the devices' ports hold now, and waits, at most `limit`, for those other
-/// threads are serving to be done: what kernels that just ended left behind (their one-way calls,
-/// which they did not wait for) is then served, its messages written and its statistics counted.
-pub fn serve_what_is_waiting(limit: Duration) {
-    while serve_all_once() {}
-    let servers = registry::servers();
-    if !servers.iter().any(|server| server.has_waiting()) {
+/// Serves every request that the servers of device `device` hold now, and waits, at most `limit`, for
+/// those other threads are serving to be done: what kernels of that device that just ended left behind
+/// (their one-way calls, which they did not wait for) is then served, its messages written and its
+/// statistics counted. Only that device's servers, so that a slow call of another device does not
+/// hold up this one's synchronisation (servers are told apart by device number: a process with two
+/// GPU plugins may wait for the other plugin's device of the same number, at most `limit`).
+/// Allocates nothing unless a request waits on another thread.
+pub fn serve_what_is_waiting(device: usize, limit: Duration) {
+    let all = registry::servers();
+    let servers = || {
+        all.iter()
+            .filter(move |server| server.owner() == crate::rpc::protocol::Owner::Device(device))
+    };
+    let serve_all = || {
+        let mut served = false;
+        for server in servers() {
+            served |= server.serve_all_ports();
+        }
+        served
+    };
+    while serve_all() {}
+    if !servers().any(|server| server.has_waiting()) {
         return;
     }
-    let waiting: Vec<_> = servers.iter().map(|server| server.waiting_now()).collect();
+    let waiting: Vec<_> = servers().map(|server| server.waiting_now()).collect();
     let started = Instant::now();
-    while !servers
-        .iter()
-        .zip(&waiting)
-        .all(|(server, ports)| server.served_all(ports))
-    {
+    let mut nap = Duration::from_micros(1);
+    while !servers().zip(&waiting).all(|(server, ports)| server.served_all(ports)) {
         if started.elapsed() >= limit {
             return;
         }
-        if !serve_all_once() {
-            std::thread::yield_now();
+        if serve_all() {
+            nap = Duration::from_micros(1);
+        } else {
+            // Another thread is in the call: wait for it without taking a core.
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_micros(500));
         }
     }
-}
-
-/// Serves every device once; whether any request was waiting.
-pub fn serve_all_once() -> bool {
-    serve_others_once(|_| false)
-}
-
-/// Serves every server but those `skip` names once; whether any request was waiting.
-pub fn serve_others_once(skip: impl Fn(&Arc<RpcServer>) -> bool) -> bool {
-    let servers = registry::servers();
-    let mut served = false;
-    for server in servers.iter().filter(|s| !skip(s)) {
-        served |= server.serve_all_ports();
-    }
-    served
 }
 
 #[cfg(test)]
