@@ -104,10 +104,13 @@ pub fn put_in_service(server: std::sync::Arc<RpcServer>) -> Result<()> {
 /// answered without a sleep between its calls, short enough to cost little after a kernel's last call
 /// (`docs/measurements.md`, "Waiting for host calls").
 const SPIN_FOR: Duration = Duration::from_micros(50);
-/// For this long of [`SPIN_FOR`] the scanner polls without yielding; after it, it yields the processor
-/// between polls, so that a host-device thread that shares its core (the scheduler often wakes the
-/// scanner on the core of the thread that rang) gets its reply without waiting for the spin to end.
-const SPIN_WITHOUT_YIELDING: Duration = Duration::from_micros(5);
+/// After the first call it serves on waking, the scanner polls this long without yielding, then yields
+/// the processor between polls for the rest of [`SPIN_FOR`], so that a host-device thread that shares
+/// its core (the scheduler often wakes the scanner on the core of the thread that rang) gets to make
+/// its next call without waiting for the spin to end. After other calls, calls made back to back, it
+/// spins the whole time: yielding between them slowed them by a fifth (`docs/measurements.md`,
+/// "Waiting for host calls").
+const SPIN_WITHOUT_YIELDING_AFTER_WAKING: Duration = Duration::from_micros(5);
 /// The first sleep of a lull on servers whose clients cannot ring; each next sleep doubles, up to the
 /// most that `OMPRPC_RPC_WAIT` allows.
 const FIRST_NAP: Duration = Duration::from_micros(8);
@@ -303,7 +306,7 @@ fn scan(service: &'static ServingThreads, me: *mut CallSlot) -> Role {
                 // Every port is looked at after a sleep, not one part of the scan: the call that woke
                 // the thread may be on any of them.
                 if found || serve_every_port() {
-                    quiet = Quiet::default();
+                    quiet = Quiet::after_waking();
                     serving_again(service);
                 }
                 seen = registry::generation();
@@ -351,9 +354,19 @@ struct Quiet {
     lasted: Duration,
     /// The last sleep on servers whose clients cannot ring.
     nap: Option<Duration>,
+    /// How long to poll without yielding: [`SPIN_FOR`], or less after the first call served on waking.
+    spin_without_yielding: Option<Duration>,
 }
 
 impl Quiet {
+    /// The lull after the first call served on waking.
+    fn after_waking() -> Quiet {
+        Quiet {
+            spin_without_yielding: Some(SPIN_WITHOUT_YIELDING_AFTER_WAKING),
+            ..Quiet::default()
+        }
+    }
+
     /// One more look found nothing: what to do before the next, under `wait`. `all_rung` says whether
     /// every server's clients ring the doorbell (asked only once the spin is over).
     fn next(&mut self, wait: RpcWait, all_rung: impl FnOnce() -> bool) -> Pause {
@@ -363,7 +376,7 @@ impl Quiet {
                 let now = Instant::now();
                 self.lasted = now.duration_since(*self.since.get_or_insert(now));
             }
-            if self.lasted < SPIN_WITHOUT_YIELDING {
+            if self.lasted < self.spin_without_yielding.unwrap_or(SPIN_FOR) {
                 return Pause::Spin;
             }
             if self.lasted < SPIN_FOR {
