@@ -9,8 +9,8 @@ mod support;
 
 use support::{build_program, check_ours_ran, run_text, Plugin};
 
-/// Every numeric setting omprpc reads.
-const NUMERIC: [&str; 13] = [
+/// Every numeric setting omprpc reads (`OMPRPC_RPC_WAIT` takes a number too).
+const NUMERIC: [&str; 14] = [
     "OMPRPC_HOST_DEVICES",
     "OMPRPC_RPC_PORTS",
     "OMPRPC_HOST_RPC_LANES",
@@ -24,6 +24,7 @@ const NUMERIC: [&str; 13] = [
     "OMP_NUM_TEAMS",
     "OMP_TEAMS_THREAD_LIMIT",
     "OMPRPC_BACKEND",
+    "OMPRPC_RPC_WAIT",
 ];
 
 const BAD: [&str; 7] = ["", "-5", "99999999999999999999999", "lots", "1e3", "0x10", "12abc"];

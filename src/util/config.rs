@@ -269,10 +269,11 @@ impl Default for RpcWait {
     }
 }
 
-/// Reads `OMPRPC_RPC_WAIT`: `spin`, `adaptive`, or the longest nap in microseconds.
+/// Reads `OMPRPC_RPC_WAIT`: `spin`, `adaptive`, or the longest nap in microseconds (an empty value is
+/// none of them, as for the numeric settings).
 fn parse_rpc_wait(text: &str) -> Option<RpcWait> {
     match text.trim().to_ascii_lowercase().as_str() {
-        "" | "adaptive" => Some(RpcWait::default()),
+        "adaptive" => Some(RpcWait::default()),
         "spin" => Some(RpcWait::Spin),
         number => {
             let us: u64 = number.parse().ok()?;
@@ -342,7 +343,7 @@ impl HostServiceSettings {
             parse_rpc_wait(&text).unwrap_or_else(|| {
                 log::error(format_args!(
                     "OMPRPC_RPC_WAIT='{text}' is not 'adaptive', 'spin' or a number of microseconds from 1 to \
-                     {MAX_LONGEST_NAP_US}; waiting adaptively"
+                     {MAX_LONGEST_NAP_US}; using adaptive"
                 ));
                 RpcWait::default()
             })
@@ -512,7 +513,7 @@ mod tests {
                 longest: Duration::from_micros(50)
             }
         );
-        for bad in ["0", "fast", "1000001", "-5", "1.5"] {
+        for bad in ["", "0", "fast", "1000001", "-5", "1.5"] {
             assert_eq!(
                 read(&[("OMPRPC_RPC_WAIT", bad)]).rpc_wait,
                 RpcWait::default(),
