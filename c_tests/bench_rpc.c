@@ -17,7 +17,6 @@
 #include "common.h"
 #include "omprpc.h"
 #include "omprpc_device.h"
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -79,34 +78,10 @@ static int compare_doubles(const void *a, const void *b) {
 
 #if !defined(__AMDGCN__) && !defined(__NVPTX__)
 #pragma omp declare target
-/* CPU seconds of this process's threads whose name starts with "omprpc", from their schedstat
- * (nanoseconds on a CPU); -1 when they cannot be read. */
+/* CPU seconds of this process's threads whose name starts with "omprpc" (the plugin's). */
 static double plugin_threads_cpu_seconds(void) {
   double seconds = 0;
-  DIR *tasks = opendir("/proc/self/task");
-  if (!tasks)
-    return -1;
-  for (struct dirent *task; (task = readdir(tasks));) {
-    char path[300], name[64] = "";
-    if (task->d_name[0] == '.')
-      continue;
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", task->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-      continue;
-    int named = fgets(name, sizeof name, f) != NULL;
-    fclose(f);
-    if (!named || strncmp(name, "omprpc", 6) != 0)
-      continue;
-    snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", task->d_name);
-    unsigned long long on_cpu_ns = 0;
-    if ((f = fopen(path, "r"))) {
-      if (fscanf(f, "%llu", &on_cpu_ns) == 1)
-        seconds += (double)on_cpu_ns / 1e9;
-      fclose(f);
-    }
-  }
-  closedir(tasks);
+  omprpc_test_threads_("omprpc", 1, &seconds);
   return seconds;
 }
 

@@ -41,8 +41,14 @@ static void omprpc_test_report_plugins(void) {
   fclose(maps);
 }
 
-/* Number of this process's threads named `name` (as /proc/self/task/N/comm shows them). */
-static inline int omprpc_test_threads_named(const char *name) {
+/* In target regions of the host device only (a GPU pass of the program parses it, never emits it). */
+#if !defined(__NVPTX__) && !defined(__AMDGCN__)
+#pragma omp declare target
+#endif
+/* This process's threads named `name` (as /proc/self/task/N/comm shows them; with `prefix_only`, whose
+ * name starts with it): how many there are, and, in `cpu_seconds` when not NULL, the seconds they spent
+ * on a CPU (/proc/self/task/N/schedstat). Callable from target regions of the host device. */
+static inline int omprpc_test_threads_(const char *name, int prefix_only, double *cpu_seconds) {
   int count = 0;
   DIR *tasks = opendir("/proc/self/task");
   struct dirent *task;
@@ -54,16 +60,30 @@ static inline int omprpc_test_threads_named(const char *name) {
     FILE *f = fopen(path, "r");
     if (!f)
       continue;
-    if (fgets(comm, sizeof comm, f)) {
-      comm[strcspn(comm, "\n")] = 0;
-      count += strcmp(comm, name) == 0;
-    }
+    int named = fgets(comm, sizeof comm, f) != NULL;
     fclose(f);
+    comm[strcspn(comm, "\n")] = 0;
+    if (!named || (prefix_only ? strncmp(comm, name, strlen(name)) : strcmp(comm, name)) != 0)
+      continue;
+    count++;
+    snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", task->d_name);
+    unsigned long long on_cpu_ns = 0;
+    if (cpu_seconds && (f = fopen(path, "r"))) {
+      if (fscanf(f, "%llu", &on_cpu_ns) == 1)
+        *cpu_seconds += (double)on_cpu_ns / 1e9;
+      fclose(f);
+    }
   }
   if (tasks)
     closedir(tasks);
   return count;
 }
+#if !defined(__NVPTX__) && !defined(__AMDGCN__)
+#pragma omp end declare target
+#endif
+
+/* Number of this process's threads named `name`. */
+static inline int omprpc_test_threads_named(const char *name) { return omprpc_test_threads_(name, 0, NULL); }
 
 __attribute__((constructor)) static void omprpc_test_register_report(void) {
   atexit(omprpc_test_report_plugins);

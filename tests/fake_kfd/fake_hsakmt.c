@@ -1287,6 +1287,18 @@ static int64_t signal_load(uint64_t handle) {
   return atomic_load((_Atomic int64_t *)(uintptr_t)(handle + SIGNAL_VALUE_OFFSET));
 }
 
+/* A signal's interrupt, as the command processor or a wave's s_sendmsg raises it: for a signal the
+ * runtime waits on with events (one with an event mailbox), the event id is written to the mailbox and
+ * the event raised. */
+static void interrupt_signal(const uint8_t *s) {
+  uint64_t mailbox_ptr = rd64(s + SIGNAL_MAILBOX_OFFSET);
+  uint32_t event_id = rd32(s + SIGNAL_EVENT_ID_OFFSET);
+  if (mailbox_ptr != 0) {
+    atomic_store((_Atomic uint64_t *)(uintptr_t)mailbox_ptr, (uint64_t)event_id);
+    raise_event_id(event_id);
+  }
+}
+
 /* What the hardware does at the end of a packet with a completion signal. */
 static void complete_signal(uint64_t handle, uint64_t start) {
   if (handle == 0) return;
@@ -1295,12 +1307,7 @@ static void complete_signal(uint64_t handle, uint64_t start) {
   memcpy(s + SIGNAL_START_TS_OFFSET, &start, sizeof start);
   memcpy(s + SIGNAL_END_TS_OFFSET, &end, sizeof end);
   atomic_fetch_sub((_Atomic int64_t *)(s + SIGNAL_VALUE_OFFSET), 1);
-  uint64_t mailbox_ptr = rd64(s + SIGNAL_MAILBOX_OFFSET);
-  uint32_t event_id = rd32(s + SIGNAL_EVENT_ID_OFFSET);
-  if (mailbox_ptr != 0) {
-    atomic_store((_Atomic uint64_t *)(uintptr_t)mailbox_ptr, (uint64_t)event_id);
-    raise_event_id(event_id);
-  }
+  interrupt_signal(s);
 }
 
 /* What ockl's __ockl_hsa_signal_store does when device code stores to a signal (the device's own
@@ -1311,12 +1318,7 @@ EXPORT int fake_kfd_signal_store(uint64_t handle, int64_t value) {
   uint8_t *s = (uint8_t *)(uintptr_t)handle;
   if (s == NULL || atomic_load((_Atomic int64_t *)s) != 1) return -1;
   atomic_store((_Atomic int64_t *)(s + SIGNAL_VALUE_OFFSET), value);
-  uint64_t mailbox_ptr = rd64(s + SIGNAL_MAILBOX_OFFSET);
-  uint32_t event_id = rd32(s + SIGNAL_EVENT_ID_OFFSET);
-  if (mailbox_ptr != 0) {
-    atomic_store((_Atomic uint64_t *)(uintptr_t)mailbox_ptr, (uint64_t)event_id);
-    raise_event_id(event_id);
-  }
+  interrupt_signal(s);
   return 0;
 }
 
@@ -1361,12 +1363,7 @@ static void fault_queue(struct fake_queue *q, int64_t error_bits) {
   if (signal == 0) return;
   uint8_t *sig = (uint8_t *)(uintptr_t)signal;
   atomic_store((_Atomic int64_t *)(sig + SIGNAL_VALUE_OFFSET), error_bits);
-  uint64_t mailbox_ptr = rd64(sig + SIGNAL_MAILBOX_OFFSET);
-  uint32_t event_id = rd32(sig + SIGNAL_EVENT_ID_OFFSET);
-  if (mailbox_ptr != 0) {
-    atomic_store((_Atomic uint64_t *)(uintptr_t)mailbox_ptr, (uint64_t)event_id);
-    raise_event_id(event_id);
-  }
+  interrupt_signal(sig);
 }
 
 /* Runs a dispatch; false when its kernel faulted (the packet does not complete). */
