@@ -55,13 +55,19 @@ fn bad_values_get_one_message_and_the_default() {
                 && lines[0].contains(&format!("{name}='{value}'"))
                 && (lines[0].contains("; using ") || lines[0].contains("; ignoring"));
             if !out.status.success() || out.stdout != baseline.stdout || !said_once {
+                let changed: Vec<(&str, &str)> = out
+                    .stdout
+                    .lines()
+                    .zip(baseline.stdout.lines())
+                    .filter(|(now, before)| now != before)
+                    .collect();
                 failures.push(format!(
                     "{name}='{value}': exit {:?}, messages {lines:?}, output {}",
                     out.status.code(),
                     if out.stdout == baseline.stdout {
-                        "as without it"
+                        "as without it".to_string()
                     } else {
-                        "changed"
+                        format!("changed (lines now, and without it: {changed:?})")
                     }
                 ));
             }
