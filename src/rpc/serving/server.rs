@@ -29,8 +29,8 @@ pub struct RpcServer {
     /// The shared mailbox.
     mailbox: Mailbox,
     memory: Arc<dyn DeviceMemory>,
-    /// Its heap, for MALLOC and FREE.
-    callback_state: Option<Box<HeapService>>,
+    /// Its heap, for MALLOC and FREE (boxed: libc's callbacks hold its address).
+    callback_state: Box<HeapService>,
     /// Serving through libc's whole-server scan holds it shared; adding a callback to that server's
     /// (unlocked) map holds it exclusively. Windows need no gate (see [`PortWindow`]).
     gate: RwLock<()>,
@@ -129,17 +129,6 @@ impl RpcServer {
         memory: Arc<dyn DeviceMemory>,
         heap: Arc<DeviceHeap>,
     ) -> Result<Arc<RpcServer>> {
-        RpcServer::build(Owner::Device(device), ports, lane_size, memory, Some(heap))
-    }
-
-    fn build(
-        owner: Owner,
-        ports: u32,
-        lane_size: u32,
-        memory: Arc<dyn DeviceMemory>,
-        heap: Option<Arc<DeviceHeap>>,
-    ) -> Result<Arc<RpcServer>> {
-        let Owner::Device(device) = owner;
         if ports == 0 || ports as usize > crate::rpc::protocol::mailbox::MAX_PORTS {
             return Err(Error::InvalidArg(format!(
                 "{ports} RPC ports is not from 1 to {}",
@@ -172,7 +161,7 @@ impl RpcServer {
                 status,
             });
         };
-        let callback_state = heap.map(|heap| Box::new(HeapService { device, heap }));
+        let callback_state = Box::new(HeapService { device, heap });
         let layout = Layout {
             ports: ports as usize,
             lanes: lane_size as usize,
@@ -180,7 +169,7 @@ impl RpcServer {
         let port_by_port = crate::util::config::host_services().serve == crate::util::config::ServeMode::PortByPort
             && window::libc_layout_matches(raw, mailbox as usize, layout);
         let server = Arc::new(RpcServer {
-            owner,
+            owner: Owner::Device(device),
             raw,
             ports,
             lane_size,
@@ -206,17 +195,12 @@ impl RpcServer {
             lost: AtomicBool::new(false),
             rung: AtomicBool::new(false),
         });
-        let registered = match &server.callback_state {
-            Some(state) => {
-                let state = (&**state as *const HeapService).cast_mut().cast();
-                server
-                    .register(opcode::MALLOC, serve_malloc, state)
-                    .and_then(|()| server.register(opcode::FREE, serve_free, state))
-                    .and_then(|()| server.register(opcode::PRINTF, crate::rpc::services::printf::serve, state))
-                    .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state))
-            }
-            None => Ok(()),
-        };
+        let state = (&*server.callback_state as *const HeapService).cast_mut().cast();
+        let registered = server
+            .register(opcode::MALLOC, serve_malloc, state)
+            .and_then(|()| server.register(opcode::FREE, serve_free, state))
+            .and_then(|()| server.register(opcode::PRINTF, crate::rpc::services::printf::serve, state))
+            .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state));
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();
