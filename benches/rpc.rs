@@ -37,6 +37,11 @@ fn main() {
         return;
     }
     let rounds = 5;
+    // `cargo bench --bench rpc -- waiting`: only what waiting for host calls costs.
+    if std::env::args().any(|a| a == "waiting") {
+        waiting(rounds);
+        return;
+    }
     let cacheline = median(
         (0..rounds)
             .map(|_| measure(&["cacheline", "2000000"], &[], "ns per round trip:"))
@@ -128,22 +133,45 @@ const UNRUNG: &[&str] = &["-D__omprpc_rpc_doorbell=bench_unrung_doorbell"];
 /// host-calling kernel is quiet, the round trip of a call after a lull, a compute region against the
 /// stock plugin, and one device's calls while another device's handler is slow.
 fn waiting(rounds: usize) {
-    let quiet = |flags: &[&str], env: &[(&str, &str)]| {
+    let quiet = |seconds: &str, flags: &[&str], env: &[(&str, &str)]| {
         let exe = support::build_program_with("bench_rpc.c", flags);
-        let out = run_text(&exe, &["quiet", "1"], Plugin::Ours, env);
+        let out = run_text(&exe, &["quiet", seconds], Plugin::Ours, env);
         assert!(out.status.success(), "{}", out.stderr);
         field::<f64>(&out.stdout, "plugin threads' cpu per second of a quiet kernel:")
     };
     println!("CPU of the plugin's threads per second of a host-calling kernel that calls nothing (median of 3):");
-    for (what, flags, env) in [
-        ("device code rings (host device)", &[][..], &[][..]),
-        ("backoff (device cannot ring)", UNRUNG, &[][..]),
-        ("OMPRPC_RPC_WAIT=spin", &[][..], &[("OMPRPC_RPC_WAIT", "spin")][..]),
+    for (what, seconds, flags, env) in [
+        ("device code rings (host device), 1 s", "1", &[][..], &[][..]),
+        ("backoff (device cannot ring), 1 s", "1", UNRUNG, &[][..]),
+        ("backoff, 4 s", "4", UNRUNG, &[][..]),
+        (
+            "backoff, 4 s, OMPRPC_RPC_WAIT=200",
+            "4",
+            UNRUNG,
+            &[("OMPRPC_RPC_WAIT", "200")][..],
+        ),
+        (
+            "OMPRPC_RPC_WAIT=spin, 1 s",
+            "1",
+            &[][..],
+            &[("OMPRPC_RPC_WAIT", "spin")][..],
+        ),
     ] {
-        let cpu = median((0..3).map(|_| quiet(flags, env)).collect());
-        println!("  {what:<34} {cpu:.4} of a core");
+        let cpu = median((0..3).map(|_| quiet(seconds, flags, env)).collect());
+        println!("  {what:<40} {cpu:.4} of a core");
     }
     println!("first call after the device computed without calling inside a running kernel (default ports):");
+    let floor = support::build_program("bench_rpc.c");
+    for (lull_ms, reps) in [("0.1", "400"), ("1", "200"), ("10", "100"), ("100", "20")] {
+        let out = run_text(&floor, &["wakefloor", lull_ms, reps], Plugin::Ours, &[]);
+        assert!(out.status.success(), "{}", out.stderr);
+        println!(
+            "  {:<8} after {lull_ms:>4} ms: p50 {:>7.1} us, p99 {:>7.1} us (a bare futex wake, no plugin)",
+            "floor",
+            field::<f64>(&out.stdout, "bare wake p50 ns:") / 1e3,
+            field::<f64>(&out.stdout, "bare wake p99 ns:") / 1e3
+        );
+    }
     for (what, flags) in [("rung", &[][..]), ("backoff", UNRUNG)] {
         let exe = support::build_program_with("bench_rpc.c", flags);
         for (lull_ms, reps) in [("0.1", "400"), ("1", "200"), ("10", "100"), ("100", "20")] {

@@ -6,6 +6,9 @@
  *   wake MS R        R times, a device thread computes MS milliseconds (a fraction allowed) inside its
  *                    kernel without calling, then makes one call; prints that call's round trip (p50
  *                    and p99, ns)
+ *   wakefloor MS R   the floor of `wake` on this machine, without the plugin: R times, a host thread
+ *                    computes MS milliseconds, then wakes a thread asleep on a futex and spins until
+ *                    it answers; prints that round trip (p50 and p99, ns) (host only)
  *   quiet S          a kernel calls once, sleeps S seconds without calling, calls again; prints the CPU
  *                    the plugin's threads (named omprpc-*) used per second of the quiet part (host only)
  *   compute N        two teams of one thread each compute N steps (one host call at the start); prints
@@ -19,7 +22,9 @@
 #include "omprpc_device.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <linux/futex.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +95,23 @@ static void sleep_ns(long ns) {
   nanosleep(&t, NULL);
 }
 #pragma omp end declare target
+#endif
+
+#if !defined(__AMDGCN__) && !defined(__NVPTX__)
+/* The futex the `wakefloor` sleeper waits on (a count of wakes) and its answer (the wakes seen). */
+static atomic_uint floor_bell, floor_answer;
+static int floor_reps;
+
+static void *floor_sleeper(void *arg) {
+  (void)arg;
+  for (unsigned seen = 0; seen < (unsigned)floor_reps;) {
+    while (atomic_load(&floor_bell) == seen)
+      syscall(SYS_futex, &floor_bell, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+    seen = atomic_load(&floor_bell);
+    atomic_store_explicit(&floor_answer, seen, memory_order_release);
+  }
+  return NULL;
+}
 #endif
 
 static double cpu_seconds(void) {
@@ -173,6 +195,29 @@ int main(int argc, char **argv) {
     printf("first call after idling p50 ns: %.0f\n", trips[reps / 2]);
     printf("first call after idling p99 ns: %.0f\n", trips[(reps * 99) / 100]);
 #if !defined(__AMDGCN__) && !defined(__NVPTX__)
+  } else if (strcmp(mode, "wakefloor") == 0 && argc > 3) {
+    double busy_ms = atof(argv[2]);
+    floor_reps = atoi(argv[3]);
+    if (floor_reps < 1 || floor_reps > 1000)
+      return 2;
+    double trips[1000];
+    pthread_t sleeper;
+    pthread_create(&sleeper, NULL, floor_sleeper, NULL);
+    for (int r = 0; r < floor_reps; r++) {
+      double until = omp_get_wtime() + busy_ms / 1000.0;
+      while (omp_get_wtime() < until)
+        ;
+      double start = now_ns();
+      unsigned bell = atomic_fetch_add(&floor_bell, 1) + 1;
+      syscall(SYS_futex, &floor_bell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+      while (atomic_load_explicit(&floor_answer, memory_order_acquire) != bell)
+        ;
+      trips[r] = now_ns() - start;
+    }
+    pthread_join(sleeper, NULL);
+    qsort(trips, (size_t)floor_reps, sizeof trips[0], compare_doubles);
+    printf("bare wake p50 ns: %.0f\n", trips[floor_reps / 2]);
+    printf("bare wake p99 ns: %.0f\n", trips[(floor_reps * 99) / 100]);
   } else if (strcmp(mode, "quiet") == 0 && argc > 2) {
     double quiet = atof(argv[2]), used = -1, lasted = 0;
 #pragma omp target map(from : used, lasted)

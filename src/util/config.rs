@@ -241,11 +241,17 @@ pub enum ServeMode {
 
 /// How the serving threads wait for host calls while a kernel that may make them runs
 /// (`OMPRPC_RPC_WAIT`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RpcWait {
     /// Sleep after a short spin: until device code rings the doorbell where it can, else in naps
-    /// that grow to `longest` (the most a call after a lull waits to be seen on NVIDIA GPUs, or from
-    /// LLVM libc's own client). `adaptive` (the default) or a number of microseconds.
+    /// that grow with the lull, short while calls may come soon and longer once the device has been
+    /// quiet for a while (`adaptive`, the default; the lengths are the serving threads' own choice,
+    /// [`crate::rpc::serving::threads`]).
+    #[default]
+    Adaptive,
+    /// As `Adaptive`, but the naps never grow beyond `longest`, however long the lull (a number of
+    /// microseconds): the most a call after a lull waits to be seen on NVIDIA GPUs, or from LLVM
+    /// libc's own client, whatever it costs.
     Sleep {
         /// The longest nap.
         longest: std::time::Duration,
@@ -254,26 +260,15 @@ pub enum RpcWait {
     Spin,
 }
 
-/// The longest nap of `OMPRPC_RPC_WAIT=adaptive`: a call after a lull on a device that cannot ring
-/// is seen within this (`docs/measurements.md`, "Waiting for host calls").
-pub const DEFAULT_LONGEST_NAP_US: u64 = 200;
 /// The most `OMPRPC_RPC_WAIT` may ask for (a second): longer naps would leave calls waiting longer than
 /// any user wants, with no CPU left to save.
 pub const MAX_LONGEST_NAP_US: u64 = 1_000_000;
-
-impl Default for RpcWait {
-    fn default() -> Self {
-        RpcWait::Sleep {
-            longest: std::time::Duration::from_micros(DEFAULT_LONGEST_NAP_US),
-        }
-    }
-}
 
 /// Reads `OMPRPC_RPC_WAIT`: `spin`, `adaptive`, or the longest nap in microseconds (an empty value is
 /// none of them, as for the numeric settings).
 fn parse_rpc_wait(text: &str) -> Option<RpcWait> {
     match text.trim().to_ascii_lowercase().as_str() {
-        "adaptive" => Some(RpcWait::default()),
+        "adaptive" => Some(RpcWait::Adaptive),
         "spin" => Some(RpcWait::Spin),
         number => {
             let us: u64 = number.parse().ok()?;
@@ -504,9 +499,9 @@ mod tests {
         );
         assert_eq!(read(&[("OMPRPC_RPC_SERVE", "scan")]).serve, ServeMode::WholeServerScan);
         assert_eq!(read(&[("OMPRPC_RPC_SERVE", "scanning")]).serve, ServeMode::PortByPort);
-        assert_eq!(read(&[]).rpc_wait, RpcWait::default());
+        assert_eq!(read(&[]).rpc_wait, RpcWait::Adaptive);
         assert_eq!(read(&[("OMPRPC_RPC_WAIT", " Spin ")]).rpc_wait, RpcWait::Spin);
-        assert_eq!(read(&[("OMPRPC_RPC_WAIT", "adaptive")]).rpc_wait, RpcWait::default());
+        assert_eq!(read(&[("OMPRPC_RPC_WAIT", "adaptive")]).rpc_wait, RpcWait::Adaptive);
         assert_eq!(
             read(&[("OMPRPC_RPC_WAIT", "50")]).rpc_wait,
             RpcWait::Sleep {
@@ -514,11 +509,7 @@ mod tests {
             }
         );
         for bad in ["", "0", "fast", "1000001", "-5", "1.5"] {
-            assert_eq!(
-                read(&[("OMPRPC_RPC_WAIT", bad)]).rpc_wait,
-                RpcWait::default(),
-                "{bad:?}"
-            );
+            assert_eq!(read(&[("OMPRPC_RPC_WAIT", bad)]).rpc_wait, RpcWait::Adaptive, "{bad:?}");
         }
     }
 

@@ -114,6 +114,20 @@ const SPIN_WITHOUT_YIELDING_AFTER_WAKING: Duration = Duration::from_micros(5);
 /// The first sleep of a lull on servers whose clients cannot ring; each next sleep doubles, up to the
 /// most that `OMPRPC_RPC_WAIT` allows.
 const FIRST_NAP: Duration = Duration::from_micros(8);
+/// The longest nap of `OMPRPC_RPC_WAIT=adaptive` in a lull shorter than [`LONG_LULL`]: a call after
+/// a pause of up to a few hundred milliseconds, on a device that cannot ring, is seen within this.
+const LONGEST_NAP: Duration = Duration::from_micros(200);
+/// A lull this long makes `adaptive` naps grow on, each at most a hundredth of the lull so far
+/// ([`LULL_PER_NAP`]) and never more than [`LONGEST_NAP_IN_LONG_LULL`]: a kernel that has not called
+/// for a quarter of a second is computing, a call after such a lull is slowed by at most 1% of it,
+/// and each nap costs a wake-up (20-40 us of CPU on a virtual machine), so 5,000 naps a second would
+/// cost a tenth of a core for as long as it computes (`docs/measurements.md`, "Waiting for host
+/// calls").
+const LONG_LULL: Duration = Duration::from_millis(250);
+/// How many times longer than a nap a long lull has lasted, at least.
+const LULL_PER_NAP: u32 = 100;
+/// The longest `adaptive` nap, reached after a lull of a second: 100 wake-ups a second.
+const LONGEST_NAP_IN_LONG_LULL: Duration = Duration::from_millis(10);
 /// How long the scanner sleeps on servers whose clients all ring before it looks anyway: a safety net,
 /// at a cost of 10 wake-ups a second, never the way calls are found.
 const LOOK_ANYWAY_AFTER: Duration = Duration::from_millis(100);
@@ -334,7 +348,7 @@ fn serving_again(service: &ServingThreads) {
 }
 
 /// What the scanner does when a look found nothing.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Pause {
     /// Looks again at once.
     Spin,
@@ -383,15 +397,22 @@ impl Quiet {
                 return Pause::Yield;
             }
         }
-        match wait {
-            RpcWait::Spin => Pause::Yield,
-            RpcWait::Sleep { longest } if !all_rung() => {
-                let nap = self.nap.map_or(FIRST_NAP, |last| last * 2).min(longest);
-                self.nap = Some(nap);
-                Pause::Sleep(Some(nap))
+        let longest = match wait {
+            RpcWait::Spin => return Pause::Yield,
+            _ if all_rung() => return Pause::Sleep(Some(LOOK_ANYWAY_AFTER)),
+            RpcWait::Sleep { longest } => longest,
+            RpcWait::Adaptive => {
+                let lull = self.since.get_or_insert_with(Instant::now).elapsed();
+                if lull < LONG_LULL {
+                    LONGEST_NAP
+                } else {
+                    (lull / LULL_PER_NAP).min(LONGEST_NAP_IN_LONG_LULL)
+                }
             }
-            RpcWait::Sleep { .. } => Pause::Sleep(Some(LOOK_ANYWAY_AFTER)),
-        }
+        };
+        let nap = self.nap.map_or(FIRST_NAP, |last| last * 2).min(longest);
+        self.nap = Some(nap);
+        Pause::Sleep(Some(nap))
     }
 }
 
@@ -478,6 +499,52 @@ pub fn serve_what_is_waiting(device: usize, limit: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pauses of a lull that has spun its [`SPIN_FOR`] and began `ago`, until one is `Yield` or
+    /// the naps stop growing.
+    fn naps_after(ago: Duration, wait: RpcWait, all_rung: bool) -> Vec<Pause> {
+        let mut quiet = Quiet {
+            since: Instant::now().checked_sub(ago),
+            lasted: SPIN_FOR,
+            ..Quiet::default()
+        };
+        let mut pauses: Vec<Pause> = Vec::new();
+        loop {
+            let pause = quiet.next(wait, || all_rung);
+            if pauses.last() == Some(&pause) || pauses.len() > 20 {
+                return pauses;
+            }
+            pauses.push(pause);
+        }
+    }
+
+    #[test]
+    fn naps_grow_with_the_lull_as_the_setting_allows() {
+        let us = Duration::from_micros;
+        let short: Vec<Pause> = [8, 16, 32, 64, 128, 200].map(|n| Pause::Sleep(Some(us(n)))).into();
+        assert_eq!(naps_after(Duration::ZERO, RpcWait::Adaptive, false), short);
+        // Past LONG_LULL the naps grow on, to a hundredth of the lull (3 ms after 300 ms, a little
+        // more by the time it is reached), never beyond 10 ms.
+        let mut long = short.clone();
+        long.pop();
+        long.extend([256, 512, 1024, 2048].map(|n| Pause::Sleep(Some(us(n)))));
+        let after_300_ms = naps_after(Duration::from_millis(300), RpcWait::Adaptive, false);
+        assert_eq!(after_300_ms[..long.len()], long[..]);
+        let Some(Pause::Sleep(Some(last))) = after_300_ms.get(long.len()) else {
+            panic!("{after_300_ms:?}")
+        };
+        assert!((us(3000)..us(3100)).contains(last), "{after_300_ms:?}");
+        long.extend([4096, 8192, 10_000].map(|n| Pause::Sleep(Some(us(n)))));
+        assert_eq!(naps_after(Duration::from_secs(5), RpcWait::Adaptive, false), long);
+        // A number is the longest nap, however long the lull.
+        let fixed = RpcWait::Sleep { longest: us(100) };
+        let capped: Vec<Pause> = [8, 16, 32, 64, 100].map(|n| Pause::Sleep(Some(us(n)))).into();
+        assert_eq!(naps_after(Duration::from_secs(5), fixed, false), capped);
+        // Rung servers sleep until the bell, looking anyway now and then; `spin` never sleeps.
+        let rung = vec![Pause::Sleep(Some(LOOK_ANYWAY_AFTER))];
+        assert_eq!(naps_after(Duration::from_secs(5), RpcWait::Adaptive, true), rung);
+        assert_eq!(naps_after(Duration::ZERO, RpcWait::Spin, false), vec![Pause::Yield]);
+    }
 
     #[test]
     fn a_serving_thread_that_cannot_start_is_an_error_and_is_tried_again() {
