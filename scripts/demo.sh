@@ -1,26 +1,27 @@
 #!/bin/sh
-# omprpc's main job: installs the prerequisites, builds the plugin, installs it under the stock host
-# plugin's name in a private directory, builds an ordinary OpenMP program with clang-16, and runs it
-# through libomptarget 16 with omprpc (LIBOMPTARGET_INFO=16 shows the plugin at work). Then an
-# unchanged program with printf, fopen, malloc and assert in a target region: run through omprpc on
-# the host device, and built for an AMD (gfx90a) and an NVIDIA (sm_80) GPU with omprpc's device
-# library, which is all such a program needs to link.
+# omprpc's main job: installs the prerequisites, builds the plugin and the `omprpc` command, builds an
+# ordinary OpenMP program with clang-16, and runs it through libomptarget 16 with omprpc, by
+# `omprpc run` (LIBOMPTARGET_INFO=16 shows the plugin at work); nothing on the system is changed.
+# Then an unchanged program with printf, fopen, malloc and assert in a target region: run through
+# omprpc on the host device, and built for an AMD (gfx90a) and an NVIDIA (sm_80) GPU with omprpc's
+# device library, which is all such a program needs to link. Last, `omprpc info` says what omprpc
+# finds on this machine.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/setup-debian.sh
 cargo build --release
+omprpc="$PWD/target/release/omprpc"
 
 dir=target/demo
-mkdir -p "$dir/plugin"
-cp target/release/libomprpc.so "$dir/plugin/libomptarget.rtl.x86_64.nextgen.so"
+mkdir -p "$dir"
 clang-16 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 -Wall -I include examples/hello_offload.c -o "$dir/hello_offload"
 
-echo "== running $dir/hello_offload through omprpc"
-LD_LIBRARY_PATH="$PWD/$dir/plugin" LIBOMPTARGET_INFO=16 "$dir/hello_offload"
+echo "== omprpc run $dir/hello_offload"
+LIBOMPTARGET_INFO=16 "$omprpc" run "$dir/hello_offload"
 
 echo "== an unchanged program (examples/unchanged_offload.c) through omprpc on the host device"
 clang-16 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 -Wall examples/unchanged_offload.c -o "$dir/unchanged_offload"
-(cd "$dir" && LD_LIBRARY_PATH="$PWD/plugin" ./unchanged_offload && echo "unchanged_offload.txt: $(cat unchanged_offload.txt)")
+(cd "$dir" && "$omprpc" run ./unchanged_offload && echo "unchanged_offload.txt: $(cat unchanged_offload.txt)")
 
 echo "== the same program for GPUs: link omprpc's device library, keep the code"
 sh scripts/build-device-lib.sh "$dir/device"
@@ -47,4 +48,7 @@ check_image "$dir/unchanged_offload-gfx90a" amdgcn-amd-amdhsa gfx90a
   -O2 -Wall -include "$dir/device/omprpc_libc.h" examples/unchanged_offload.c -L"$dir/device" -lomprpc-device \
   -o "$dir/unchanged_offload-sm_80" 2>&1 1>&3 | grep -v "is only partially supported" >&2 || true; } 3>&1
 check_image "$dir/unchanged_offload-sm_80" nvptx64-nvidia-cuda sm_80
-echo "on a machine with such a GPU, omprpc (installed as the stock cuda or amdgpu plugin) serves these calls"
+echo "on a machine with such a GPU, \`omprpc run\` serves these calls there too"
+
+echo "== omprpc info: what omprpc finds on this machine"
+OMPRPC_DEVICE_LIBRARY="$dir/device/libomprpc-device.a" "$omprpc" info

@@ -202,8 +202,9 @@ pub trait PluginApi: Send + Sync {
 pub struct Plugin {
     kind: BackendKind,
     core: Option<Box<dyn PluginApi>>,
-    /// Why the backend could not be opened, for the error of every later call.
-    why_not: String,
+    /// Why the backend has the devices it has: what it found, or why it could not be opened (then
+    /// also the error of every later call).
+    reason: String,
 }
 
 impl Plugin {
@@ -212,29 +213,36 @@ impl Plugin {
     pub fn open(config: Config, loaded_as: Option<&str>) -> Plugin {
         log::set_info_level(config.info_level);
         let kind = select(&config, loaded_as);
-        let core: Result<Box<dyn PluginApi>> = match kind {
-            BackendKind::Host => Ok(Core::new_boxed(
-                backend::host::HostBackend::from_config(&config),
-                config,
-            )),
-            BackendKind::Cuda => backend::cuda::CudaBackend::open(&config).map(|b| Core::new_boxed(b, config)),
-            BackendKind::Amdgpu => backend::amdgpu::AmdgpuBackend::open(&config).map(|b| Core::new_boxed(b, config)),
+        fn with_reason<B: backend::Backend>(backend: B, config: Config) -> (Box<dyn PluginApi>, String) {
+            let reason = backend.device_count_reason();
+            (Core::new_boxed(backend, config), reason)
+        }
+        let core = match kind {
+            BackendKind::Host => Ok(with_reason(backend::host::HostBackend::from_config(&config), config)),
+            BackendKind::Cuda => backend::cuda::CudaBackend::open(&config).map(|b| with_reason(b, config)),
+            BackendKind::Amdgpu => backend::amdgpu::AmdgpuBackend::open(&config).map(|b| with_reason(b, config)),
         };
         match core {
-            Ok(core) => Plugin {
+            Ok((core, reason)) => Plugin {
                 kind,
                 core: Some(core),
-                why_not: String::new(),
+                reason,
             },
             Err(e) => {
                 log::info(&e);
                 Plugin {
                     kind,
                     core: None,
-                    why_not: e.to_string(),
+                    reason: e.to_string(),
                 }
             }
         }
+    }
+
+    /// Why the backend has the devices it has, in one line: the devices and the driver that found
+    /// them, or why there are none (what `omprpc info` shows for each backend).
+    pub fn device_count_reason(&self) -> &str {
+        &self.reason
     }
 
     /// The backend family this plugin drives.
@@ -253,7 +261,7 @@ impl Plugin {
             Error::Unsupported(format!(
                 "the {} backend has no devices ({})",
                 self.kind.display_name(),
-                self.why_not
+                self.reason
             ))
         })
     }
