@@ -49,7 +49,7 @@ fn every_verb_has_help() {
     let out = omprpc(&cache).arg("--help").output().unwrap();
     let (stdout, _) = text(&out);
     assert!(out.status.success(), "{stdout}");
-    for verb in ["run", "info", "install", "uninstall"] {
+    for verb in ["run", "info", "install", "uninstall", "trace"] {
         assert!(stdout.contains(&format!("  {verb} ")), "--help lists {verb}: {stdout}");
         let out = omprpc(&cache).args([verb, "--help"]).output().unwrap();
         let (stdout, stderr) = text(&out);

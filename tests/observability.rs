@@ -70,7 +70,7 @@ fn the_trace_holds_one_span_per_call_inside_its_kernel() {
         kernel["ts"].as_f64().unwrap(),
         kernel["ts"].as_f64().unwrap() + kernel["dur"].as_f64().unwrap(),
     );
-    for call in calls {
+    for call in &calls {
         assert_eq!(call["name"], "user 0x8100");
         assert_eq!(call["pid"], kernel["pid"]);
         assert_eq!(call["ph"], "X");
@@ -84,21 +84,30 @@ fn the_trace_holds_one_span_per_call_inside_its_kernel() {
             1 + call["args"]["port"].as_u64().unwrap()
         );
     }
-    // The README's picture script draws it, and without its arguments says how it is used.
-    let script = support::root().join("scripts/trace-picture.py");
+    // `omprpc trace` draws it (the README's picture), and says what is wrong with a file that is not
+    // a trace, in one line.
     let picture = fresh_scratch_file("trace", "calls.svg");
-    let drawn = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&path)
-        .arg(&picture)
-        .output()
-        .expect("python3 (install it with: sudo sh scripts/setup-debian.sh)");
+    let omprpc = || std::process::Command::new(env!("CARGO_BIN_EXE_omprpc"));
+    let drawn = omprpc().arg("trace").arg(&path).arg(&picture).output().unwrap();
     assert!(drawn.status.success(), "{}", String::from_utf8_lossy(&drawn.stderr));
-    assert!(std::fs::read_to_string(&picture).unwrap().contains("<svg"));
-    let bare = std::process::Command::new("python3").arg(&script).output().unwrap();
-    let said = String::from_utf8_lossy(&bare.stderr);
+    let svg = std::fs::read_to_string(&picture).unwrap();
+    assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"), "{svg}");
+    assert_eq!(
+        svg.matches("<rect x=").count() - 1,
+        calls.len() + 1,
+        "a box per call and the kernel's, and one legend swatch: {svg}"
+    );
     assert!(
-        !bare.status.success() && said.starts_with("usage: ") && !said.contains("Traceback"),
+        svg.contains(">user 0x8100</text>"),
+        "the legend names the opcode: {svg}"
+    );
+    let not_a_trace = omprpc().arg("trace").arg(&exe).arg(&picture).output().unwrap();
+    let said = String::from_utf8_lossy(&not_a_trace.stderr);
+    assert_eq!(not_a_trace.status.code(), Some(1), "{said}");
+    assert!(
+        said.starts_with("omprpc: ")
+            && said.contains("is not a trace written with OMPRPC_TRACE")
+            && said.lines().count() == 1,
         "{said}"
     );
 }

@@ -5,6 +5,7 @@ mod info;
 mod install;
 mod layout;
 mod run;
+mod trace;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -56,6 +57,19 @@ enum Verb {
     Uninstall {
         #[command(flatten)]
         scope: ScopeArgs,
+    },
+    /// Draw a trace written with OMPRPC_TRACE as an SVG picture, the tracks Perfetto shows: per device
+    /// its kernels and each port's host calls, coloured by opcode.
+    Trace {
+        /// The trace file (OMPRPC_TRACE=TRACE.json).
+        #[arg(value_name = "TRACE.json")]
+        trace: PathBuf,
+        /// The picture to write.
+        #[arg(value_name = "PICTURE.svg")]
+        picture: PathBuf,
+        /// The picture's title (default: the trace's path).
+        #[arg(long)]
+        title: Option<String>,
     },
 }
 
@@ -110,6 +124,7 @@ fn main() -> ExitCode {
         }
         Verb::Install { scope } => install::install(scope.scope(), &scope.root.root),
         Verb::Uninstall { scope } => install::uninstall(scope.scope(), &scope.root.root),
+        Verb::Trace { trace, picture, title } => trace::draw(&trace, &picture, title.as_deref()),
     };
     match outcome {
         Ok(message) => {
