@@ -2,14 +2,14 @@
 # Installs what building and testing omprpc needs on Debian 12 (bookworm): clang-16 and libomptarget 16
 # (the runtime the plugin plugs into), llvm-16 (llvm-as and llvm-dis, for the AMDGPU device library of
 # gfx1100 that Debian lacks), LLVM 19's libc RPC server, binutils, valgrind (memory checks),
-# xz-utils (to unpack LLVM's source), python3 (the trace picture script) and libhsakmt-dev (the kernel-driver thunk's headers, for the
+# xz-utils (to unpack LLVM's source) and libhsakmt-dev (the kernel-driver thunk's headers, for the
 # fake driver under which tests run the real HSA runtime: tests/fake_kfd/); then the GPU toolchains
 # that the tests build NVPTX and AMDGPU images with (scripts/setup-gpu-toolchains.sh), and LLVM libc 19.1.7's client sources
 # (scripts/fetch-libc-source.sh). Run as root or
 # with sudo. The Rust toolchain (1.88 or newer) must already be installed, e.g. with rustup.
 set -eu
 
-packages="clang-16 clang-tools-16 llvm-16 libomp-16-dev libllvmlibc-19-dev binutils valgrind xz-utils libhsakmt-dev python3"
+packages="clang-16 clang-tools-16 llvm-16 libomp-16-dev libllvmlibc-19-dev binutils valgrind xz-utils libhsakmt-dev"
 
 missing=""
 for p in $packages; do
@@ -24,7 +24,7 @@ if [ -n "$missing" ]; then
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "omprpc setup: cargo is not installed; install Rust 1.88 or newer (https://rustup.rs) and retry" >&2
+  echo "omprpc setup: cargo is not installed; install Rust 1.88 or newer with rustup or your distribution's packages and retry" >&2
   exit 1
 fi
 

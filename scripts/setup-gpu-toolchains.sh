@@ -11,10 +11,15 @@
 #   * the HSA runtime from Debian's libhsa-runtime64-1 (ROCm 5.2.3) with the libraries it loads
 #     (libhsakmt1, libdrm-amdgpu1, libdrm2, libnuma1, libelf1), unpacked (not installed) into
 #     $OMPRPC_TOOLCHAINS/libhsa, so that tests load the real runtime on a machine without an AMD GPU;
-#   * Ubuntu 22.04's C library (glibc 2.35, older than Debian 12's 2.36; its release package, checked
-#     against a pinned SHA-256) with Debian's static busybox, unpacked into $OMPRPC_TOOLCHAINS/old-glibc:
-#     a root in which the GPU check's test starts its bundle as on a machine with an older glibc.
-# Run as root or with sudo (for apt-get install). Downloads about 90 MB once.
+#   * Debian 11's C library (bullseye's libc6, glibc 2.31, older than Debian 12's 2.36), downloaded with
+#     a private apt configuration whose only source is bullseye main, with Debian's static busybox,
+#     unpacked into $OMPRPC_TOOLCHAINS/old-glibc: a root in which the GPU check's test starts its bundle
+#     as on a machine with an older glibc. A root left by an earlier version of this script (Ubuntu
+#     22.04's glibc 2.35) is rebuilt.
+# Every download goes through the Debian archive that apt's own sources already name
+# (scripts/apt-mirror.sh), so a site that reaches only its own mirror or proxy needs nothing more; apt's
+# configuration (a proxy, say) applies too, as only the source list is replaced.
+# Run as root or with sudo (for apt-get install). Downloads about 110 MB once.
 set -eu
 cd "$(dirname "$0")/.."
 cache=${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}
@@ -30,15 +35,25 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
+# The archive apt already uses ($archive) and its keyring ($keyring), looked up once and only when
+# something must be downloaded, so that a set-up with everything in place needs no apt sources.
+find_archive() {
+  [ -z "${archive:-}" ] || return 0
+  found=$(sh scripts/apt-mirror.sh) || exit 1
+  archive=$(echo "$found" | sed -n 1p)
+  keyring=$(echo "$found" | sed -n 2p)
+}
+
 # Downloads Debian packages into $cache/debs with a private apt configuration (the system's sources
 # and package lists are not changed).
 download() {
+  find_archive
   apt="$cache/apt"
   mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$cache/debs"
-  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  # bookworm-updates lives in the same archive as bookworm.
   cat > "$apt/sources.list" <<SOURCES
-deb [signed-by=$keyring] http://deb.debian.org/debian bookworm main contrib non-free
-deb [signed-by=$keyring] http://deb.debian.org/debian bookworm-updates main contrib non-free
+deb [signed-by=$keyring] $archive bookworm main contrib non-free
+deb [signed-by=$keyring] $archive bookworm-updates main contrib non-free
 SOURCES
   aptopts="-o Dir::Etc::SourceList=$apt/sources.list -o Dir::Etc::SourceParts=/nonexistent \
     -o Dir::State::Lists=$apt/lists -o Dir::Cache=$apt/cache -o APT::Sandbox::User=root"
@@ -105,13 +120,32 @@ if [ ! -f "$libhsa/libhsa-runtime64.so.1" ] || [ ! -f "$libhsa/load-order" ]; th
 fi
 
 oldroot="$cache/old-glibc"
+# The version of the libc6 package the root was built from. A root without one is an earlier script's,
+# holding Ubuntu's glibc 2.35, which the GPU check's test no longer accepts; it is built again.
+marker="$oldroot/omprpc-libc6-version"
+case $(cat "$marker" 2>/dev/null) in
+  2.31-*) ;;
+  *) rm -rf "$oldroot" ;;
+esac
 if [ ! -x "$oldroot/bin/sh" ] || [ ! -f "$oldroot/lib/x86_64-linux-gnu/libc.so.6" ]; then
-  echo "omprpc setup: fetching Ubuntu 22.04's C library (glibc 2.35) for a root with an older glibc"
-  mkdir -p "$cache/debs"
-  deb="$cache/debs/libc6_2.35-0ubuntu3_amd64.deb"
-  /usr/lib/apt/apt-helper -o APT::Sandbox::User=root download-file \
-    http://archive.ubuntu.com/ubuntu/pool/main/g/glibc/libc6_2.35-0ubuntu3_amd64.deb "$deb" \
-    SHA256:ea9a27e0ebdd0cfc9c750d94f8074f3a35d1f97dcc77ae04c370fb498a6b6db2 >/dev/null
+  echo "omprpc setup: fetching Debian 11's C library (bullseye's libc6, glibc 2.31) for a root with an older glibc"
+  find_archive
+  apt="$cache/apt-bullseye"
+  debs="$cache/debs/bullseye"
+  rm -rf "$debs"
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$debs"
+  # Only bullseye: with bookworm beside it, the name would pick the newer glibc. apt checks the package
+  # against the signed Release file, so no checksum is pinned here.
+  echo "deb [signed-by=$keyring] $archive bullseye main" >"$apt/sources.list"
+  set -- -o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root
+  # Without /bullseye, apt would take the installed libc6's version (2.36), which bullseye lacks.
+  if ! apt-get "$@" update -qq || ! (cd "$debs" && apt-get "$@" download libc6/bullseye >/dev/null); then
+    echo "omprpc setup: could not download bullseye's libc6 from $archive; the archive in apt's sources must also carry Debian 11 (bullseye) main" >&2
+    exit 1
+  fi
+  set -- "$debs"/libc6_*.deb
+  deb=$1
   rm -rf "$oldroot.tmp"
   dpkg-deb -x "$deb" "$oldroot.tmp"
   mkdir -p "$oldroot.tmp/bin" "$oldroot.tmp/tmp"
@@ -119,7 +153,8 @@ if [ ! -x "$oldroot/bin/sh" ] || [ ! -f "$oldroot/lib/x86_64-linux-gnu/libc.so.6
   for applet in $(/bin/busybox --list); do
     [ -e "$oldroot.tmp/bin/$applet" ] || ln -s busybox "$oldroot.tmp/bin/$applet"
   done
-  rm -rf "$oldroot"
+  dpkg-deb -f "$deb" Version >"$oldroot.tmp/omprpc-libc6-version"
+  rm -rf "$oldroot" "$cache/debs/libc6_2.35-0ubuntu3_amd64.deb"
   mv "$oldroot.tmp" "$oldroot"
-  echo "omprpc setup: a root with glibc 2.35 and busybox in $oldroot"
+  echo "omprpc setup: a root with Debian's libc6 $(cat "$marker") and busybox in $oldroot"
 fi
