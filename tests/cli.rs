@@ -411,6 +411,16 @@ fn user_install_prints_the_profile_line_and_uninstall_takes_it_back() {
         "{}",
         text(&ran).1
     );
+    // It leaves no empty entry (the current directory) in the search path when there was none.
+    let value = line.trim().trim_start_matches("export LD_LIBRARY_PATH=");
+    let path = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "unset LD_LIBRARY_PATH; export LD_LIBRARY_PATH={value}; printf %s \"$LD_LIBRARY_PATH\""
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(text(&path).0, dir.display().to_string());
     // Nothing was written outside the directory (no profile edited).
     let written: Vec<PathBuf> = snapshot(&home).into_keys().collect();
     assert!(written.iter().all(|p| p.starts_with(".local")), "{written:?}");

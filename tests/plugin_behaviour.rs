@@ -253,34 +253,6 @@ fn the_readme_handler_example_runs_and_without_omprpc_fails_cleanly() {
     assert_eq!(stock.status.code(), Some(1), "{}", stock.stderr);
 }
 
-/// The README's install lines put omprpc first on `LD_LIBRARY_PATH` without leaving an empty entry
-/// (the current directory) behind when it was unset.
-#[test]
-fn the_readme_install_lines_leave_no_empty_search_path_entry() {
-    let readme = std::fs::read_to_string(support::root().join("README.md")).unwrap();
-    let exports: Vec<&str> = readme
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("export LD_LIBRARY_PATH="))
-        .collect();
-    assert!(!exports.is_empty());
-    for line in exports {
-        let value = line.trim_start_matches("export LD_LIBRARY_PATH=");
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "unset LD_LIBRARY_PATH; HOME=/h; export LD_LIBRARY_PATH={value}; printf %s \"$LD_LIBRARY_PATH\""
-            ))
-            .output()
-            .unwrap();
-        let path = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            !path.split(':').any(str::is_empty),
-            "{line} makes {path:?} when LD_LIBRARY_PATH was unset"
-        );
-    }
-}
-
 /// data_lock, data_unlock and interop get the global OpenMP device number from libomptarget 16; the
 /// plugin maps it to its own, and hands interop the backend's queue.
 #[test]
