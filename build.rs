@@ -40,12 +40,12 @@ fn main() {
     println!("cargo:rustc-link-lib=static=llvmlibc_rpc_server");
     println!("cargo:rustc-link-lib=dylib=stdc++");
     // libc's server calls exit() itself for a device's exit(); in the plugin that call goes to
-    // rpc::server's device_exit instead, which ends the process without running teardown that would
+    // rpc::services::exit's device_exit instead, which ends the process without running teardown that would
     // wait for the kernel that called exit.
     println!("cargo:rustc-link-arg-cdylib=-Wl,--wrap=exit");
     // libc's server hands the host's C library whatever FILE* the device sent; in the plugin its stdio
-    // calls go to rpc::streams, which passes on only streams the device has open (the list is
-    // rpc::streams::WRAPPED, checked against the library's undefined symbols by a test).
+    // calls go to rpc::services::streams, which passes on only streams the device has open (the list is
+    // rpc::services::streams::WRAPPED, checked against the library's undefined symbols by a test).
     for function in STDIO_WRAPPED {
         println!("cargo:rustc-link-arg-cdylib=-Wl,--wrap={function}");
     }

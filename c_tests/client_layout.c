@@ -1,5 +1,5 @@
 /* Prints the layout of the device header's client structures, for tests/header.rs to compare with the
- * plugin's description of the mailbox (src/rpc/mailbox.rs) and with LLVM libc's client object; then
+ * plugin's description of the mailbox (src/rpc/protocol/mailbox.rs) and with LLVM libc's client object; then
  * each of the header's libc opcodes beside libc 19.1's own, and the lane count the header exports. */
 #include <stddef.h>
 #include <stdio.h>

@@ -954,7 +954,7 @@ enum {
 };
 
 /* One conversion of a format, read as the host's C library reads it (the plugin's reader,
- * src/rpc/printf.rs, keeps the same rules): `*` width and precision (each an int argument), a literal
+ * src/rpc/services/printf.rs, keeps the same rules): `*` width and precision (each an int argument), a literal
  * precision (-1 when none), what its value is. `start` and `end` delimit it in the format. */
 typedef struct {
   const char *start;
@@ -1206,7 +1206,7 @@ static inline uint64_t omprpc_pack_(const char *format, const omprpc_arg *args, 
  * head (the stream; the format's length with its NUL; the argument struct's length), the format, the
  * argument struct as clang lays it out for __llvm_omp_vprintf, then for each %s (%ls) conversion a
  * u64 byte count (~0 for NULL) and the bytes. The host prints it with its own vfprintf and replies
- * with the count (src/rpc/printf.rs). */
+ * with the count (src/rpc/services/printf.rs). */
 
 /* Walks the %s and %ls arguments of a format, in order. */
 typedef struct {

@@ -253,6 +253,27 @@ fn the_readme_handler_example_runs_and_without_omprpc_fails_cleanly() {
     assert_eq!(stock.status.code(), Some(1), "{}", stock.stderr);
 }
 
+/// The README stays a user's document: short enough to read through (what it is, quick start,
+/// install, the API, settings, limits), with the GPU internals in `docs/` and the state of the GPU
+/// backends said once.
+#[test]
+fn the_readme_stays_a_users_document() {
+    let readme = std::fs::read_to_string(support::root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines; move details to docs/");
+    let hardware = readme.matches("have not run on GPU hardware").count();
+    assert_eq!(hardware, 1, "the GPU backends' state is said once");
+    for doc in [
+        "docs/gpus.md",
+        "docs/host-services.md",
+        "docs/internals.md",
+        "docs/testing.md",
+    ] {
+        assert!(readme.contains(doc), "the README points to {doc}");
+        assert!(support::root().join(doc).is_file(), "{doc} exists");
+    }
+}
+
 /// data_lock, data_unlock and interop get the global OpenMP device number from libomptarget 16; the
 /// plugin maps it to its own, and hands interop the backend's queue.
 #[test]

@@ -1,7 +1,8 @@
 //! The set-up scripts download through the Debian archive that the machine's apt already uses (found by
 //! `scripts/apt-mirror.sh`), never through a fixed host, which a site that reaches only its own mirror
 //! or proxy cannot reach: no shell script names a host, and the helper picks the right entry and
-//! keyring out of fixture apt configurations, or fails in one line saying what to add. No network.
+//! keyring out of fixture apt configurations, or fails in one line saying what to add; and every test
+//! filter of `scripts/miri.sh` still selects a test. No network.
 
 mod support;
 
@@ -376,5 +377,23 @@ fn the_source_fetch_stops_with_the_helpers_line() {
     assert!(
         !cache.join("apt-src").exists(),
         "nothing set up before the archive is known"
+    );
+}
+
+/// Every test filter of `scripts/miri.sh` still selects a test: a module renamed or moved would
+/// otherwise drop out of the Miri run without a word (as the mailbox once did). CI cannot run Miri;
+/// it runs this.
+#[test]
+fn every_miri_filter_selects_a_test() {
+    let out = Command::new("sh")
+        .arg(support::root().join("scripts/miri.sh"))
+        .arg("--check-filters")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "omprpc miri: every filter matches a test\n"
     );
 }

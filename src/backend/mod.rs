@@ -4,8 +4,8 @@
 //! operation. A backend never sees a libomptarget structure; device numbers are its own,
 //! `0..device_count()`.
 //!
-//! Backend authors implement [`Backend`] in `backend/<name>/` and nothing else; see the README's
-//! "Writing a backend" section for the contract in prose.
+//! Backend authors implement [`Backend`] in `backend/<name>/` and nothing else; see
+//! `docs/internals.md`, "Writing a backend", for the contract in prose.
 
 pub mod amdgpu;
 pub mod cuda;

@@ -23,15 +23,18 @@
 //!    ([`protocol::window`], a one-port view of libc's server) and runs libc's `rpc_handle_server`
 //!    on it. The call is shown in the thread's slot ([`serving::calls`]), where a stand-by thread
 //!    takes over the scan from a call that holds it up, and the watchdog looks.
-//! 4. **libc's server calls the opcode's callback.** The plugin's own services are in
-//!    [`services`]: MALLOC and FREE from the device's heap, PRINTF through the host's C library,
-//!    ASSERT, the C streams checked by [`services::streams`], and a device's EXIT
-//!    ([`services::exit`]). A user opcode goes to `serving::handlers::dispatch`, which runs the
-//!    registered handler (one call of an opcode at a time) with a [`protocol::port::Port`].
+//! 4. **libc's server carries out the opcode.** For the plugin's callbacks, in [`services`]: MALLOC
+//!    and FREE from the device's heap, PRINTF through the host's C library, ASSERT. For the C
+//!    streams and EXIT, libc's server calls the C library itself, and the plugin's link (`--wrap`,
+//!    `build.rs`) routes those calls through [`services::streams`] (only streams the device has open
+//!    reach the C library) and [`services::exit`]. A user opcode goes to
+//!    `serving::handlers::dispatch`, which runs the registered handler (one call of an opcode at a
+//!    time) with a [`protocol::port::Port`].
 //! 5. **The handler answers.** It receives the lanes' packets or byte strings and replies through
 //!    the `Port`; libc writes the reply and flips the server's word, and the device's call returns.
-//! 6. **The call is observed.** [`observing`] adds it to the statistics, the trace and the
-//!    watchdog's view as it ends, and reports them at exit ([`observing::report_at_exit`]).
+//! 6. **The call is reported.** The server and the thread's call slot ([`serving::calls`]) report
+//!    it as it ends to [`observing`]: the statistics, the trace and the watchdog's view, reported at
+//!    exit ([`observing::report_at_exit`]).
 //!
 //! When the kernel ends, the thread that waited for it serves what the kernel left behind on its
 //! device's servers (a last `free`, which the device does not wait for) before the region is reported
@@ -39,11 +42,11 @@
 //! faults in the middle of a call has the calls it was making answered for it
 //! ([`serving::server::RpcServer::answer_for_lost_device`]).
 //!
-//! The folders follow that path and use each other in one direction only (`tests/module_layout.rs`
-//! checks it): [`protocol`] (libc's binding, the mailbox, the window, the port, the client),
-//! [`services`] (what the plugin's own opcodes do), [`serving`] (servers, threads, handlers,
-//! the calls in progress), [`observing`] (statistics, trace, watchdog). `simulated`
-//! plays devices in tests.
+//! The folders follow that path: [`protocol`] (libc's binding, the mailbox, the window, the port,
+//! the client), [`services`] (what the plugin's own opcodes do), [`serving`] (servers, threads,
+//! handlers, the calls in progress), [`observing`] (statistics, trace, watchdog). They do not yet
+//! use each other in one direction only (serving and observing reach into each other, and the
+//! mailbox's tests into serving); `simulated` plays devices in tests.
 
 pub mod observing;
 pub mod protocol;

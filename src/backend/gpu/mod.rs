@@ -17,7 +17,7 @@ pub mod sim_memory;
 
 /// RPC ports when `OMPRPC_RPC_PORTS` does not say: eight per multiprocessor or compute unit (a warp or
 /// wavefront waiting on a port in each of a quarter of its schedulers' slots), within 64 to 1024. The
-/// warp benchmark (README) shows a call's cost flat up to 1024 ports and four times higher for a
+/// warp benchmark (`docs/testing.md`) shows a call's cost flat up to 1024 ports and four times higher for a
 /// single lane at 4096, because libc's server scans every port on every pass.
 pub fn default_rpc_ports(multiprocessors: u32) -> u32 {
     multiprocessors.saturating_mul(8).clamp(64, 1024)

@@ -1,5 +1,6 @@
 //! Raw bindings to LLVM 19.1 libc's RPC server (`llvmlibc_rpc_server.h`), typed by hand from the
-//! header. Only `rpc::server` calls these.
+//! header. The rest of `rpc::protocol` (ports, windows) and the per-image server
+//! (`rpc::serving::server`) call these.
 
 use std::ffi::c_void;
 

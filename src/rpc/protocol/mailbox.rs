@@ -171,6 +171,43 @@ mod tests {
     use crate::rpc::serving::server::RpcServer;
     use std::sync::Arc;
 
+    /// Every field of every port written through the view and read back: none overlaps another or
+    /// leaves the mailbox, and each is aligned for its atomic (under Miri, each access is checked).
+    #[test]
+    fn every_field_of_every_port_is_inside_the_mailbox_and_apart() {
+        for (ports, lanes) in [(1, 1), (3, 32), (16, 64), (65, 1)] {
+            let layout = Layout { ports, lanes };
+            let mut memory = vec![0u64; layout.size().div_ceil(8)];
+            // SAFETY: `memory` is 8-byte aligned, holds `layout.size()` bytes and outlives the view;
+            // nothing else reaches it.
+            let mailbox = unsafe { Mailbox::new(memory.as_mut_ptr().cast(), layout) };
+            let tag = |port: usize, field: u64| (port as u64) << 8 | field;
+            for port in 0..ports {
+                mailbox.server_word(port).store(tag(port, 1) as u32, Ordering::Relaxed);
+                mailbox.client_word(port).store(tag(port, 2) as u32, Ordering::Relaxed);
+                mailbox.lane_mask(port).store(tag(port, 3), Ordering::Relaxed);
+                mailbox.opcode(port).store(tag(port, 4) as u16, Ordering::Relaxed);
+                for lane in 0..lanes {
+                    let packet = [tag(port, 5) << 8 | lane as u64; 8];
+                    // SAFETY: the packet lies inside the mailbox (`packet` checks the port and lane).
+                    unsafe { mailbox.packet(port, lane).write(packet) };
+                }
+            }
+            for port in 0..ports {
+                assert_eq!(mailbox.server_word(port).load(Ordering::Relaxed), tag(port, 1) as u32);
+                assert_eq!(mailbox.client_word(port).load(Ordering::Relaxed), tag(port, 2) as u32);
+                assert_eq!(mailbox.lane_mask(port).load(Ordering::Relaxed), tag(port, 3));
+                assert_eq!(mailbox.opcode(port).load(Ordering::Relaxed), tag(port, 4) as u16);
+                for lane in 0..lanes {
+                    // SAFETY: as above.
+                    let packet = unsafe { mailbox.packet(port, lane).read() };
+                    assert_eq!(packet, [tag(port, 5) << 8 | lane as u64; 8], "port {port} lane {lane}");
+                }
+            }
+            assert!(mailbox.holds_request(0), "the two words differ");
+        }
+    }
+
     /// libc's client object points at the mailbox arrays; they must be where the layout says.
     #[test]
     fn matches_the_client_object_libc_hands_out() {
