@@ -78,16 +78,6 @@ pub extern "C" fn omprpc_register_handler(opcode: u16, handler: omprpc_handler, 
 #[no_mangle]
 pub extern "C" fn omprpc_stats_print() -> i32 {
     guard("omprpc_stats_print", || {
-        #[cfg(feature = "rpc")]
-        {
-            if crate::rpc::observing::stats::enabled() {
-                crate::rpc::observing::stats::print();
-            } else {
-                crate::util::log::error("no host-call statistics: set OMPRPC_STATS=1 to gather them");
-            }
-            Ok(0)
-        }
-        #[cfg(not(feature = "rpc"))]
-        Err(Error::InvalidArg("this plugin was built without host services".into()))
+        crate::rpc::HostServices::print_stats().map(|()| 0)
     })
 }

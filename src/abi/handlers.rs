@@ -152,7 +152,7 @@ mod adapter {
 /// Registers a C handler for a user opcode on every device.
 #[cfg(feature = "rpc")]
 pub fn register(opcode: u16, handler: CHandler) -> Result<()> {
-    crate::rpc::serving::registry::register_handler(opcode, Box::new(handler))
+    crate::rpc::HostServices::register_handler(opcode, Box::new(handler))
 }
 
 /// Without host services there is nothing to register with.

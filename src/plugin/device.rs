@@ -10,13 +10,13 @@ use super::memory_manager::MemoryManager;
 use super::pinned::PinnedRanges;
 use super::pool::{Item, Pool, Pooled};
 use crate::backend::{AllocKind, Backend, DeviceLimits, ExecMode};
+use crate::rpc::{HostServices, TracedKernel};
 use crate::util::address_map::AddressMap;
 use crate::util::error::{Error, Result};
 use crate::util::sync::read;
 
 /// How long the end of a queue's host-calling kernels waits for calls they left behind that another
 /// thread is serving (a handler that hangs must not hang the program's synchronisation).
-#[cfg(feature = "rpc")]
 const LAST_CALLS_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A backend queue with what the core keeps for it.
@@ -29,8 +29,7 @@ pub struct QueueSlot<B: Backend> {
     pub rpc_kernels: AtomicUsize,
     /// Those kernels' names and launch times, kept only while a trace is written (`OMPRPC_TRACE`), so
     /// that they show as spans from launch to the end the host saw.
-    #[cfg(feature = "rpc")]
-    traced_kernels: std::sync::Mutex<Vec<(String, u64)>>,
+    traced_kernels: std::sync::Mutex<Vec<TracedKernel>>,
     /// The entry address of the last kernel launched on this queue since it was last finished (0 for
     /// none), so that a failure of the queue's work names the kernel a user looks at first.
     last_kernel: AtomicUsize,
@@ -43,7 +42,6 @@ impl<B: Backend> QueueSlot<B> {
             handle: backend.queue_handle(&queue) as usize,
             queue,
             rpc_kernels: AtomicUsize::new(0),
-            #[cfg(feature = "rpc")]
             traced_kernels: std::sync::Mutex::new(Vec::new()),
             last_kernel: AtomicUsize::new(0),
         }
@@ -83,13 +81,9 @@ impl<B: Backend> QueueSlot<B> {
     pub fn start_rpc_kernel(&self, device: &Device<B>, name: &std::ffi::CStr) {
         self.rpc_kernels.fetch_add(1, Ordering::AcqRel);
         device.rpc_kernels_in_flight.fetch_add(1, Ordering::AcqRel);
-        #[cfg(feature = "rpc")]
-        if crate::rpc::observing::trace::enabled() {
-            let launched = crate::util::clock::now_ns();
+        if let Some(launched) = HostServices::launch_time_if_tracing() {
             crate::util::sync::lock(&self.traced_kernels).push((name.to_string_lossy().into_owned(), launched));
         }
-        #[cfg(not(feature = "rpc"))]
-        let _ = name;
     }
 
     /// The queue's kernels that may call the host are over (waited for, or abandoned at teardown):
@@ -101,27 +95,17 @@ impl<B: Backend> QueueSlot<B> {
             return;
         }
         let kernels = self.rpc_kernels.swap(0, Ordering::AcqRel);
-        #[cfg(feature = "rpc")]
-        {
-            // A kernel does not wait for its one-way calls (free, say): serve what is left before the
-            // kernel is reported done, so that their effects and messages precede the program's next
-            // statement (a call another thread is serving is waited for, a bounded time). Only this
-            // device's servers: another device's slow call must not hold up this synchronisation.
-            crate::rpc::serving::threads::serve_what_is_waiting(device.index, LAST_CALLS_WAIT);
-        }
+        // A kernel does not wait for its one-way calls (free, say): serve what is left before the
+        // kernel is reported done, so that their effects and messages precede the program's next
+        // statement (a call another thread is serving is waited for, a bounded time). Only this
+        // device's servers: another device's slow call must not hold up this synchronisation.
+        HostServices::serve_what_is_waiting(device.index, LAST_CALLS_WAIT);
         device.rpc_kernels_in_flight.fetch_sub(kernels, Ordering::AcqRel);
-        #[cfg(feature = "rpc")]
-        {
-            crate::rpc::serving::threads::kernels_finished(kernels);
-            if let Some(trace) = crate::rpc::observing::trace::global() {
-                let ended = crate::util::clock::now_ns();
-                for (name, launched) in std::mem::take(&mut *crate::util::sync::lock(&self.traced_kernels)) {
-                    trace.kernel(device.index, &name, launched, ended);
-                }
-            }
-        }
-        #[cfg(not(feature = "rpc"))]
-        let _ = kernels;
+        HostServices::kernels_finished(kernels);
+        HostServices::trace_kernels(
+            device.index,
+            std::mem::take(&mut *crate::util::sync::lock(&self.traced_kernels)),
+        );
     }
 }
 

@@ -12,6 +12,7 @@ use super::pinned::Unlock;
 use super::pool::{Item, Pooled};
 use super::{rpc_link, HostEntry, LoadedEntries, PluginApi, QueueField};
 use crate::backend::{AllocKind, Backend, NativeDevice};
+use crate::rpc::HostServices;
 use crate::util::config::Config;
 use crate::util::elf;
 use crate::util::error::{Context, Error, Result};
@@ -541,8 +542,7 @@ impl<B: Backend> PluginApi for Core<B> {
     }
 
     fn deinit(&self) -> Result<bool> {
-        #[cfg(feature = "rpc")]
-        if crate::rpc::serving::calls::this_thread_is_serving() {
+        if HostServices::this_thread_is_serving() {
             // A device called `exit`, and libc's server is ending the process from this thread; the
             // kernel that called it never returns, so waiting for it would hang.
             return Ok(false);
@@ -554,8 +554,7 @@ impl<B: Backend> PluginApi for Core<B> {
         }
         // Teardown goes ahead even if waiting failed: the process is ending either way.
         let mut first_error = self.drain().err();
-        #[cfg(feature = "rpc")]
-        crate::rpc::observing::report_at_exit();
+        HostServices::report_at_exit();
         for device in &self.devices {
             if let Err(e) = self.teardown(device) {
                 first_error.get_or_insert(e);
@@ -734,8 +733,7 @@ impl<B: Backend> PluginApi for Core<B> {
             let _gate = if device.uses_rpc() {
                 rpc_link::before_host_calling_launch(device)?;
                 let gate = crate::util::sync::read(&device.rpc_launch_gate);
-                #[cfg(feature = "rpc")]
-                crate::rpc::serving::threads::kernel_started()?;
+                HostServices::kernel_started()?;
                 slot.start_rpc_kernel(device, &kernel.name);
                 Some(gate)
             } else {

@@ -48,6 +48,7 @@
 //! use each other in one direction only (serving and observing reach into each other, and the
 //! mailbox's tests into serving); `simulated` plays devices in tests.
 
+mod host_services;
 pub mod observing;
 pub mod protocol;
 #[cfg(feature = "rpc")]
@@ -58,6 +59,8 @@ pub mod serving;
 pub mod simulated;
 
 use std::ffi::c_void;
+
+pub use host_services::{HostServices, TracedKernel};
 
 use crate::util::error::{Error, Result};
 
