@@ -215,8 +215,7 @@ pub struct Device<B: Backend> {
     pub memory_manager: OnceLock<MemoryManager>,
     /// What the device's code gets from `malloc`, shared by the servers of all its images; made by
     /// the first image that asks for host services.
-    #[cfg(feature = "rpc")]
-    pub rpc_heap: Mutex<Option<std::sync::Arc<crate::rpc::services::heap::DeviceHeap>>>,
+    pub rpc_heap: Mutex<Option<crate::rpc::DeviceHeap>>,
     /// Kernels that may call the host in flight on the device (all its queues).
     pub rpc_kernels_in_flight: AtomicUsize,
     /// Held shared by a launch of a kernel that may call the host until the kernel is counted in
@@ -241,7 +240,6 @@ impl<B: Backend> Device<B> {
             events: Pool::new("event"),
             pinned: PinnedRanges::default(),
             memory_manager: OnceLock::new(),
-            #[cfg(feature = "rpc")]
             rpc_heap: Mutex::new(None),
             rpc_kernels_in_flight: AtomicUsize::new(0),
             rpc_launch_gate: RwLock::new(()),

@@ -228,7 +228,6 @@ impl<B: Backend> Core<B> {
     }
 
     /// Copies device bytes to the host and waits, for the core's own reads (the RPC client pointer).
-    #[cfg(feature = "rpc")]
     pub(super) fn read_device(&self, device: &Device<B>, dst: &mut [u8], src: *mut c_void) -> Result<()> {
         self.with_queue(device, QueueSource::Local, |slot| {
             // SAFETY: `src` is a device address of at least `dst.len()` bytes (the caller's symbol),
@@ -246,7 +245,6 @@ impl<B: Backend> Core<B> {
     }
 
     /// The settings.
-    #[cfg(feature = "rpc")]
     pub(super) fn config(&self) -> &Config {
         &self.config
     }

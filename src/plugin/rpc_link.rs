@@ -23,17 +23,17 @@
 //! The price is one more mailbox to scan per live image: small beside a call, for the one to three
 //! images a program has (`docs/measurements.md`, "One server per image").
 //!
-//! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::services::heap::DeviceHeap`]),
+//! What the device's code gets from `malloc` is one heap per device ([`crate::rpc::DeviceHeap`]),
 //! which every image's server shares, so memory that one library's code allocated may be freed by
 //! another's.
 
-#[cfg(feature = "rpc")]
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use super::device::Device;
-#[cfg(feature = "rpc")]
 use crate::backend::AllocKind;
 use crate::backend::Backend;
+use crate::rpc::{DeviceHeap, HostServices, ImageServer};
 use crate::util::elf;
 use crate::util::error::Result;
 
@@ -48,13 +48,11 @@ pub const LANES_SYMBOL: &std::ffi::CStr = c"__omprpc_rpc_lanes";
 pub const DOORBELL_SYMBOL: &std::ffi::CStr = c"__omprpc_rpc_doorbell";
 
 /// The memory of one device as the RPC server needs it, through the backend's hooks.
-#[cfg(feature = "rpc")]
 pub struct BackendMemory<B: Backend> {
     backend: &'static B,
     device: usize,
 }
 
-#[cfg(feature = "rpc")]
 impl<B: Backend> BackendMemory<B> {
     /// Memory of `device`.
     pub fn new(backend: &'static B, device: usize) -> BackendMemory<B> {
@@ -62,7 +60,6 @@ impl<B: Backend> BackendMemory<B> {
     }
 }
 
-#[cfg(feature = "rpc")]
 impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
     fn alloc(&self, size: usize) -> Result<*mut c_void> {
         self.backend.alloc(self.device, size, AllocKind::Device)
@@ -90,31 +87,21 @@ impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
 /// The host services of one loaded image: its server, when the image asked for one.
 #[derive(Default)]
 pub struct ImageServices {
-    #[cfg(feature = "rpc")]
-    server: Option<std::sync::Arc<crate::rpc::serving::server::RpcServer>>,
+    server: Option<ImageServer>,
 }
 
 /// Takes an image's server out of service and shuts it down; the device stops counting the image
 /// among those whose kernels may call the host.
-#[cfg(feature = "rpc")]
 pub fn detach<B: Backend>(device: &Device<B>, services: ImageServices) -> Result<()> {
     let Some(server) = services.server else {
         return Ok(());
     };
     device.rpc_images.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    crate::rpc::serving::registry::remove_server(&server)?;
-    server.shutdown()
-}
-
-/// Without host services there is never a server.
-#[cfg(not(feature = "rpc"))]
-pub fn detach<B: Backend>(_device: &Device<B>, _services: ImageServices) -> Result<()> {
-    Ok(())
+    server.detach()
 }
 
 /// The servers of the images loaded on `device` now.
-#[cfg(feature = "rpc")]
-pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<std::sync::Arc<crate::rpc::serving::server::RpcServer>> {
+pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<ImageServer> {
     crate::util::sync::lock(&device.images)
         .iter()
         .filter_map(|image| image.services.server.clone())
@@ -122,13 +109,11 @@ pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<std::sync::Arc<crate::r
 }
 
 /// How long the host calls a lost device was making are given to end once answered for it.
-#[cfg(feature = "rpc")]
 const LOST_CALLS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `device` is lost (`error`, a kernel's fault, says why): the host calls it was in the middle of are
 /// ended and its servers taken out of service, so that no serving thread waits for it for ever; said
 /// once. The servers themselves go with their images.
-#[cfg(feature = "rpc")]
 pub fn retire_servers_of_lost_device<B: Backend>(device: &Device<B>, error: &crate::util::error::Error) {
     let mut servers = servers_of(device);
     servers.retain(|server| !server.device_lost());
@@ -141,20 +126,15 @@ pub fn retire_servers_of_lost_device<B: Backend>(device: &Device<B>, error: &cra
         device.index
     ));
     for server in &servers {
-        if let Err(e) = crate::rpc::serving::registry::retire_lost_device_server(server, LOST_CALLS_WAIT) {
+        if let Err(e) = server.retire_lost_device(LOST_CALLS_WAIT) {
             crate::util::log::error(format_args!("device {}: {e}", device.index));
         }
     }
 }
 
-/// Without host services there is never a server.
-#[cfg(not(feature = "rpc"))]
-pub fn retire_servers_of_lost_device<B: Backend>(_device: &Device<B>, _error: &crate::util::error::Error) {}
-
 /// The device address and bytes of the image's global `name` when the image defines it with exactly
 /// `N` bytes (`what` it holds, for the message when its size differs), `None` when it does not define
 /// it.
-#[cfg(feature = "rpc")]
 fn optional_global<B: Backend, const N: usize>(
     core: &super::generic::Core<B>,
     device: &Device<B>,
@@ -184,7 +164,6 @@ fn optional_global<B: Backend, const N: usize>(
 /// Reads the image's `__llvm_libc_rpc_client` pointer and checks where it points: at a writable object
 /// of the image that holds `client_size` bytes. Returns `None` when the image does not ask for host
 /// services.
-#[cfg(feature = "rpc")]
 fn client_object<B: Backend>(
     core: &super::generic::Core<B>,
     device: &Device<B>,
@@ -229,7 +208,6 @@ fn client_object<B: Backend>(
 }
 
 /// The lane count the image's code was built for, when it says ([`LANES_SYMBOL`]).
-#[cfg(feature = "rpc")]
 fn image_lanes<B: Backend>(
     core: &super::generic::Core<B>,
     device: &Device<B>,
@@ -244,24 +222,29 @@ fn image_lanes<B: Backend>(
 /// image's pointer names. Images without the symbol are left alone. An image whose code was built
 /// for a lane count no server can serve is loaded without host services, and says so: its calls fail
 /// as with no server, instead of corrupting the mailbox.
-#[cfg(feature = "rpc")]
 pub fn attach<B: Backend>(
     core: &super::generic::Core<B>,
     device: &Device<B>,
     module: &B::Module,
     elf_image: Option<&elf::Image>,
 ) -> Result<ImageServices> {
-    use crate::rpc::protocol::ffi;
-    use crate::rpc::protocol::mailbox::LANE_SIZES;
-    use crate::rpc::serving::server::RpcServer;
-    use crate::rpc::serving::threads;
     use crate::util::error::Context;
     use crate::util::log;
-    use std::sync::Arc;
 
-    // SAFETY: a pure function of the linked library.
-    let client_size = unsafe { ffi::rpc_get_client_size() } as usize;
-    let Some(target) = client_object(core, device, module, elf_image, client_size)? else {
+    if !crate::rpc::AVAILABLE {
+        if core
+            .backend()
+            .global(device.index, module, crate::rpc::CLIENT_SYMBOL)
+            .is_ok()
+        {
+            log::device_info(
+                device.index,
+                "the image asks for host services, but this omprpc was built without them (feature `rpc`)",
+            );
+        }
+        return Ok(ImageServices::default());
+    }
+    let Some(target) = client_object(core, device, module, elf_image, HostServices::client_size())? else {
         return Ok(ImageServices::default());
     };
     if let Some(reason) = core.backend().host_services_unavailable(device.index) {
@@ -274,7 +257,7 @@ pub fn attach<B: Backend>(
     }
     let limits = *device.limits()?;
     let lanes = match image_lanes(core, device, module)? {
-        Some(lanes) if LANE_SIZES.contains(&(lanes as usize)) => lanes,
+        Some(lanes) if HostServices::serves_lanes(lanes) => lanes,
         Some(lanes) => {
             log::error(format_args!(
                 "device {}: the image's device code was built for RPC ports of {lanes} lanes, which no \
@@ -288,13 +271,13 @@ pub fn attach<B: Backend>(
     let ports = core.config().rpc_ports.unwrap_or(limits.rpc_ports);
     let memory: Arc<dyn crate::rpc::DeviceMemory> = Arc::new(BackendMemory::new(core.backend(), device.index));
     let heap = device_heap(core, device, &memory, &limits)?;
-    let server = RpcServer::with_heap(device.index, ports, lanes, memory, heap)
+    let server = HostServices::open_server(device.index, ports, lanes, memory, &heap)
         .context(|| format!("starting host services for device {}", device.index))?;
     let published = core
         .write_device(device, target as *mut c_void, &server.client_bytes())
         .context(|| format!("writing the RPC client of device {}", device.index))
         .and_then(|()| connect_doorbell(core, device, module, &server))
-        .and_then(|()| threads::put_in_service(Arc::clone(&server)));
+        .and_then(|()| server.put_in_service());
     if let Err(e) = published {
         if let Err(shutdown) = server.shutdown() {
             log::device_info(
@@ -319,20 +302,18 @@ pub fn attach<B: Backend>(
 /// Tells the image's code what to ring after writing a request, when it asks ([`DOORBELL_SYMBOL`]) and
 /// the device can wake the host; the server is then marked as rung, so that the serving threads sleep
 /// until it rings instead of looking on a backoff.
-#[cfg(feature = "rpc")]
 fn connect_doorbell<B: Backend>(
     core: &super::generic::Core<B>,
     device: &Device<B>,
     module: &B::Module,
-    server: &crate::rpc::serving::server::RpcServer,
+    server: &ImageServer,
 ) -> Result<()> {
     use crate::util::error::Context;
     let what = "the doorbell device code rings";
     let Some((at, _)) = optional_global::<B, 8>(core, device, module, DOORBELL_SYMBOL, what)? else {
         return Ok(());
     };
-    let doorbell = &crate::rpc::serving::threads::DOORBELL;
-    let Some(ring) = core.backend().device_doorbell(device.index, doorbell)? else {
+    let Some(ring) = core.backend().device_doorbell(device.index, HostServices::doorbell())? else {
         return Ok(());
     };
     core.write_device(device, at as *mut c_void, &ring.to_le_bytes())
@@ -346,17 +327,16 @@ fn connect_doorbell<B: Backend>(
 /// `OMPRPC_DEVICE_HEAP_SIZE` bytes, by default a sixteenth of the device's memory up to 256 MiB: 32
 /// times the 8 MiB that CUDA gives a kernel's own `malloc` by default, and at most 1/16 of a small
 /// GPU's memory (0.3% of an 80 GB one), reserved once per device.
-#[cfg(feature = "rpc")]
 fn device_heap<B: Backend>(
     core: &super::generic::Core<B>,
     device: &Device<B>,
-    memory: &std::sync::Arc<dyn crate::rpc::DeviceMemory>,
+    memory: &Arc<dyn crate::rpc::DeviceMemory>,
     limits: &crate::backend::DeviceLimits,
-) -> Result<std::sync::Arc<crate::rpc::services::heap::DeviceHeap>> {
+) -> Result<DeviceHeap> {
     use crate::util::error::Context;
     let mut slot = crate::util::sync::lock(&device.rpc_heap);
     if let Some(heap) = &*slot {
-        return Ok(std::sync::Arc::clone(heap));
+        return Ok(heap.clone());
     }
     let chunk = core.backend().reserves_device_heap().then(|| {
         let default = match limits.memory_bytes {
@@ -365,18 +345,16 @@ fn device_heap<B: Backend>(
         };
         core.config().rpc_heap_bytes.unwrap_or(default)
     });
-    let heap = crate::rpc::services::heap::DeviceHeap::new(device.index, std::sync::Arc::clone(memory), chunk)
+    let heap = HostServices::heap(device.index, Arc::clone(memory), chunk)
         .context(|| format!("reserving device memory for device code's malloc ({chunk:?} bytes)"))?;
-    *slot = Some(std::sync::Arc::clone(&heap));
+    *slot = Some(heap.clone());
     Ok(heap)
 }
 
 /// The most a device's heap reserves at a time by default (see [`device_heap`]).
-#[cfg(feature = "rpc")]
 const DEFAULT_HEAP_BYTES: usize = 256 << 20;
 
 /// Gives the device heap's reservations back, at teardown, once the device's images are unloaded.
-#[cfg(feature = "rpc")]
 pub fn release_heap<B: Backend>(device: &Device<B>) -> Result<()> {
     match crate::util::sync::lock(&device.rpc_heap).take() {
         Some(heap) => heap.release(),
@@ -384,21 +362,14 @@ pub fn release_heap<B: Backend>(device: &Device<B>) -> Result<()> {
     }
 }
 
-/// Without host services there is no heap.
-#[cfg(not(feature = "rpc"))]
-pub fn release_heap<B: Backend>(_device: &Device<B>) -> Result<()> {
-    Ok(())
-}
-
 /// Before a launch of a kernel that may call the host: if device code's `malloc` ran out of room,
 /// reserves more, provided no such kernel is in flight on the device (else a later launch does).
-#[cfg(feature = "rpc")]
 pub fn before_host_calling_launch<B: Backend>(device: &Device<B>) -> Result<()> {
     use std::sync::atomic::Ordering;
     // On every host-calling launch: the heap's lock for a look at its flag; a reference only when the
     // heap must grow.
     let heap = match &*crate::util::sync::lock(&device.rpc_heap) {
-        Some(heap) if heap.needs_more() => std::sync::Arc::clone(heap),
+        Some(heap) if heap.needs_more() => heap.clone(),
         _ => return Ok(()),
     };
     let _exclusive = crate::util::sync::write(&device.rpc_launch_gate);
@@ -406,31 +377,4 @@ pub fn before_host_calling_launch<B: Backend>(device: &Device<B>) -> Result<()> 
         heap.grow_if_exhausted()?;
     }
     Ok(())
-}
-
-/// Without host services nothing is reserved.
-#[cfg(not(feature = "rpc"))]
-pub fn before_host_calling_launch<B: Backend>(_device: &Device<B>) -> Result<()> {
-    Ok(())
-}
-
-/// Without host services, an image that asks for them is loaded without a server, and says so.
-#[cfg(not(feature = "rpc"))]
-pub fn attach<B: Backend>(
-    core: &super::generic::Core<B>,
-    device: &Device<B>,
-    module: &B::Module,
-    _elf_image: Option<&elf::Image>,
-) -> Result<ImageServices> {
-    if core
-        .backend()
-        .global(device.index, module, crate::rpc::CLIENT_SYMBOL)
-        .is_ok()
-    {
-        crate::util::log::device_info(
-            device.index,
-            "the image asks for host services, but this omprpc was built without them (feature `rpc`)",
-        );
-    }
-    Ok(ImageServices::default())
 }

@@ -60,7 +60,7 @@ pub mod simulated;
 
 use std::ffi::c_void;
 
-pub use host_services::{HostServices, TracedKernel};
+pub use host_services::{DeviceHeap, HostServices, ImageServer, TracedKernel};
 
 use crate::util::error::{Error, Result};
 
