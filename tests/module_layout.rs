@@ -1,6 +1,8 @@
-//! The layout of `src/rpc` keeps its promise: its modules use each other in one direction only, so
+//! The layout of `src/rpc` keeps its promises: its modules use each other in one direction only, so
 //! that a reader can follow a host call from the mailbox up to the handler without meeting a module
-//! that leads back. Production code only: a module's tests may use anything.
+//! that leads back; and the rest of the crate meets host services through their front door
+//! (`rpc::HostServices` and the handles it speaks in) only. Production code only: a module's tests
+//! may use anything.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -269,4 +271,69 @@ fn the_checker_finds_a_circle_and_resolves_paths() {
     ]
     .into();
     assert_eq!(a_cycle(&graph).map(|c| c.len()), Some(4));
+}
+
+/// What the rest of the crate may name of `src/rpc`: its front door (`rpc/host_services.rs`) and the
+/// few types it is spoken in. Anything else is a reach past the door.
+const FRONT_DOOR: [&str; 10] = [
+    "rpc::HostServices",
+    "rpc::ImageServer",
+    "rpc::DeviceHeap",
+    "rpc::TracedKernel",
+    "rpc::DeviceMemory",
+    "rpc::CLIENT_SYMBOL",
+    "rpc::AVAILABLE",
+    "rpc::Packet",
+    "rpc::Port",
+    "rpc::UserHandler",
+];
+
+/// The paths into `rpc` that production code outside it names, and where, when they are not the
+/// front door's.
+fn reaches_past_the_front_door(files: &BTreeMap<String, PathBuf>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, file) in files {
+        let code = production_code(&std::fs::read_to_string(file).unwrap());
+        for path in referenced(&code, module) {
+            let through_the_door = FRONT_DOOR
+                .iter()
+                .any(|door| path == *door || path.starts_with(&format!("{door}::")));
+            if path.starts_with("rpc::") && !through_the_door {
+                found.push(format!("{} names {path}", file.display()));
+            }
+        }
+    }
+    found
+}
+
+/// The core, the ABI layer and the backends meet host services through the front door only (tests
+/// and test doubles may use anything).
+#[test]
+fn the_rest_of_the_crate_uses_host_services_through_the_front_door() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    for folder in ["plugin", "abi", "backend", "util"] {
+        modules(&src.join(folder), folder, &mut files);
+    }
+    // Test modules in files of their own, and the backends' test doubles (feature test-doubles).
+    files.retain(|module, _| {
+        !module.ends_with("::tests")
+            && !module.ends_with("::simulated")
+            && !module.ends_with("::harness")
+            && !module.contains("::suite")
+    });
+    assert!(files.len() > 40, "{:?}", files.keys());
+    let reaches = reaches_past_the_front_door(&files);
+    assert!(reaches.is_empty(), "{}", reaches.join("\n"));
+
+    // The check sees a reach, grouped or not.
+    let sample = std::env::temp_dir().join(format!("omprpc-layout-{}.rs", std::process::id()));
+    std::fs::write(
+        &sample,
+        "use crate::rpc::{HostServices, serving::registry};\nfn f() { crate::rpc::protocol::ffi::x(); }\n",
+    )
+    .unwrap();
+    let reaches = reaches_past_the_front_door(&[("plugin::sample".to_string(), sample.clone())].into());
+    let _ = std::fs::remove_file(&sample);
+    assert_eq!(reaches.len(), 2, "{reaches:?}");
 }

@@ -31,8 +31,7 @@ mod adapter {
     use super::*;
     use crate::abi::api::omprpc_packet;
     use crate::abi::{guard, non_null};
-    use crate::rpc::protocol::port::{Packet, Port};
-    use crate::rpc::serving::handlers::UserHandler;
+    use crate::rpc::{Packet, Port, UserHandler};
 
     const _: () = assert!(size_of::<omprpc_packet>() == size_of::<Packet>());
 

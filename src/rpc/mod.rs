@@ -61,6 +61,11 @@ pub mod simulated;
 use std::ffi::c_void;
 
 pub use host_services::{DeviceHeap, HostServices, ImageServer, TracedKernel};
+/// What a user handler is and sees (the C API's handlers are built on these).
+#[cfg(feature = "rpc")]
+pub use protocol::port::{Packet, Port};
+#[cfg(feature = "rpc")]
+pub use serving::handlers::UserHandler;
 
 use crate::util::error::{Error, Result};
 
