@@ -1,6 +1,6 @@
 //! The layout of `src/rpc` keeps its promises: its modules use each other in one direction only, so
 //! that a reader can follow a host call from the mailbox up to the handler without meeting a module
-//! that leads back; and the rest of the crate meets host services through their front door
+//! that leads back, and its folders are layers that only point down ([`RPC_LAYERS`]); and the rest of the crate meets host services through their front door
 //! (`rpc::HostServices` and the handles it speaks in) only. Production code only: a module's tests
 //! may use anything.
 
@@ -59,20 +59,20 @@ fn production_code(source: &str) -> String {
     out
 }
 
-/// The module paths `code` of module `me` names: `crate::rpc::…`, `super::…` (resolved), with
-/// `{a, b}` groups expanded.
-fn referenced(code: &str, me: &str) -> BTreeSet<String> {
+/// The module paths `code` of module `me` names: `crate::…`, `super::…` and `self::…` (resolved),
+/// and paths that start with one of `children`, the modules declared in `me`'s own folder (a
+/// `mod.rs` naming its children), with `{a, b}` groups expanded.
+fn referenced(code: &str, me: &str, children: &BTreeSet<String>) -> BTreeSet<String> {
+    let bytes = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut found = BTreeSet::new();
-    let mut start = 0;
-    while let Some(at) = code[start..].find(['c', 's']).map(|i| i + start) {
-        start = at + 1;
-        let rest = &code[at..];
-        let before_ok = at == 0 || !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':');
-        if !before_ok {
+    for at in 0..bytes.len() {
+        if !ident(bytes[at]) || (at > 0 && (ident(bytes[at - 1]) || bytes[at - 1] == b':')) {
             continue;
         }
+        let rest = &code[at..];
         let (base, tail) = if let Some(tail) = rest.strip_prefix("crate::") {
-            (String::from(""), tail)
+            (String::new(), tail)
         } else if rest.starts_with("super::") {
             // Each `super` is the parent of the module before it.
             let mut parts: Vec<&str> = me.split("::").collect();
@@ -82,6 +82,10 @@ fn referenced(code: &str, me: &str) -> BTreeSet<String> {
                 tail = t;
             }
             (parts.join("::"), tail)
+        } else if let Some(tail) = rest.strip_prefix("self::") {
+            (me.to_string(), tail)
+        } else if children.iter().any(|child| rest.starts_with(&format!("{child}::"))) {
+            (me.to_string(), rest)
         } else {
             continue;
         };
@@ -167,21 +171,35 @@ fn module_of<'a>(path: &str, modules: &'a BTreeMap<String, PathBuf>) -> Option<&
     }
 }
 
-/// Which modules of `src/rpc` each one uses.
-fn rpc_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rpc");
+/// The modules declared in `module`'s own folder (its children), by name.
+fn children_of(module: &str, files: &BTreeMap<String, PathBuf>) -> BTreeSet<String> {
+    let prefix = format!("{module}::");
+    files
+        .keys()
+        .filter_map(|m| m.strip_prefix(&prefix))
+        .filter(|rest| !rest.contains("::"))
+        .map(String::from)
+        .collect()
+}
+
+/// Which modules of the `rpc` tree at `root` each one uses (test doubles left out: built for tests
+/// only). A folder's `mod.rs` uses the children it names, re-exports included.
+fn rpc_graph_at(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = BTreeMap::new();
-    modules(&root, "rpc", &mut files);
+    modules(root, "rpc", &mut files);
+    files.retain(|module, _| !module.ends_with("::simulated"));
     let mut graph = BTreeMap::new();
     for (module, file) in &files {
         let code = production_code(&std::fs::read_to_string(file).unwrap());
-        let is_folder = file.file_name().is_some_and(|n| n == "mod.rs");
+        let children = if file.file_name().is_some_and(|n| n == "mod.rs") {
+            children_of(module, &files)
+        } else {
+            BTreeSet::new()
+        };
         let mut uses = BTreeSet::new();
-        for path in referenced(&code, module) {
+        for path in referenced(&code, module, &children) {
             if let Some(target) = module_of(&path, &files) {
-                // A folder's declarations of its own modules are not uses.
-                let declared = is_folder && target.starts_with(&format!("{module}::"));
-                if target != module && !declared {
+                if target != module {
                     uses.insert(target.clone());
                 }
             }
@@ -189,6 +207,53 @@ fn rpc_graph() -> BTreeMap<String, BTreeSet<String>> {
         graph.insert(module.clone(), uses);
     }
     graph
+}
+
+/// Which modules of `src/rpc` each one uses.
+fn rpc_graph() -> BTreeMap<String, BTreeSet<String>> {
+    rpc_graph_at(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rpc"))
+}
+
+/// The folders (and files) of `src/rpc` from the bottom up: the protocol knows nothing above it; the
+/// record of the calls being served; observing, which calls are reported to; the plugin's own
+/// services; serving; the front door. Each uses only what lies below it or in its own folder; the
+/// root (`rpc/mod.rs`), which re-exports the front door's items, sits above them all.
+const RPC_LAYERS: [&str; 6] = ["protocol", "calls", "observing", "services", "serving", "host_services"];
+
+/// The layer of an `rpc` module ([`RPC_LAYERS`]); the root is above every layer.
+fn layer(module: &str) -> usize {
+    let top = module.split("::").nth(1);
+    match top {
+        None => RPC_LAYERS.len(),
+        Some(name) => RPC_LAYERS
+            .iter()
+            .position(|layer| *layer == name)
+            .unwrap_or_else(|| panic!("{module} is in no layer of RPC_LAYERS: add its folder there")),
+    }
+}
+
+/// The uses of `graph` that point up a layer.
+fn upward_uses(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (from, uses) in graph {
+        for to in uses {
+            if layer(to) > layer(from) {
+                found.push(format!("{from} uses {to}, a layer above it"));
+            }
+        }
+    }
+    found
+}
+
+/// Every circle of `graph`: one is found, an edge of it dropped, and the search goes on.
+fn every_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut all = Vec::new();
+    let mut remaining = graph.clone();
+    while let Some(cycle) = a_cycle(&remaining) {
+        remaining.get_mut(&cycle[0]).unwrap().remove(&cycle[1]);
+        all.push(cycle.join(" -> "));
+    }
+    all
 }
 
 /// A cycle of `graph`, if it has one.
@@ -236,20 +301,57 @@ fn a_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 fn the_rpc_modules_use_each_other_in_one_direction() {
     let graph = rpc_graph();
     assert!(graph.len() > 15, "the modules of src/rpc: {:?}", graph.keys());
-    let mut all = Vec::new();
-    let mut remaining = graph.clone();
-    while let Some(cycle) = a_cycle(&remaining) {
-        // Report every circle: drop one edge of this one and look again.
-        remaining.get_mut(&cycle[0]).unwrap().remove(&cycle[1]);
-        all.push(cycle.join(" -> "));
-    }
-    assert!(all.is_empty(), "import circles in src/rpc:\n{}", all.join("\n"));
+    let cycles = every_cycle(&graph);
+    assert!(cycles.is_empty(), "import circles in src/rpc:\n{}", cycles.join("\n"));
+    let upward = upward_uses(&graph);
+    assert!(
+        upward.is_empty(),
+        "uses against the layers of src/rpc:\n{}",
+        upward.join("\n")
+    );
+}
+
+/// The checks find what they look for: in a scratch `rpc` tree, a protocol file that reaches up
+/// into serving (by a grouped `crate::` path), a `mod.rs` that uses its child through a relative
+/// path, and a circle made with `self::` and `super::`.
+#[test]
+fn the_layout_checks_fail_on_an_upward_use_and_a_circle() {
+    let root = std::env::temp_dir().join(format!("omprpc-layout-tree-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let write = |path: &str, text: &str| {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    };
+    write("mod.rs", "pub mod protocol;\npub mod serving;\n");
+    write("protocol/mod.rs", "pub mod port;\npub use port::Port;\n");
+    write(
+        "protocol/port.rs",
+        "use crate::rpc::{serving::{server::RpcServer}};\npub struct Port;\n",
+    );
+    write("serving/mod.rs", "pub mod server;\npub mod threads;\n");
+    write("serving/server.rs", "use super::threads::go;\npub struct RpcServer;\n");
+    write(
+        "serving/threads.rs",
+        "pub fn go() { let _ = crate::rpc::serving::server::RpcServer; }\n#[cfg(test)]\nmod tests { use crate::rpc::x; }\n",
+    );
+    let graph = rpc_graph_at(&root);
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(graph["rpc::protocol"].contains("rpc::protocol::port"), "{graph:?}");
+    assert_eq!(
+        upward_uses(&graph),
+        vec!["rpc::protocol::port uses rpc::serving::server, a layer above it".to_string()]
+    );
+    assert_eq!(
+        every_cycle(&graph),
+        vec!["rpc::serving::server -> rpc::serving::threads -> rpc::serving::server".to_string()]
+    );
 }
 
 #[test]
 fn the_checker_finds_a_circle_and_resolves_paths() {
     let code = "use super::server::RpcServer;\nuse crate::rpc::{protocol::ffi, serving::{registry, threads}};";
-    let found = referenced(code, "rpc::serving::calls");
+    let found = referenced(code, "rpc::serving::calls", &BTreeSet::new());
     let want: BTreeSet<String> = [
         "rpc::serving::server::RpcServer",
         "rpc::protocol::ffi",
@@ -294,7 +396,7 @@ fn reaches_past_the_front_door(files: &BTreeMap<String, PathBuf>) -> Vec<String>
     let mut found = Vec::new();
     for (module, file) in files {
         let code = production_code(&std::fs::read_to_string(file).unwrap());
-        for path in referenced(&code, module) {
+        for path in referenced(&code, module, &BTreeSet::new()) {
             let through_the_door = FRONT_DOOR
                 .iter()
                 .any(|door| path == *door || path.starts_with(&format!("{door}::")));

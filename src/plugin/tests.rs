@@ -144,9 +144,7 @@ impl FakeGpu {
         let mut world = self.world();
         let armed = world.record.enter(call);
         #[cfg(feature = "rpc")]
-        if (call.starts_with("alloc") || call.starts_with("free"))
-            && crate::rpc::serving::calls::this_thread_is_serving()
-        {
+        if (call.starts_with("alloc") || call.starts_with("free")) && crate::rpc::calls::this_thread_is_serving() {
             world
                 .violations
                 .push(format!("{call} while serving a host call of a running kernel"));

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::DeviceMemory;
+use super::protocol::memory::DeviceMemory;
 use crate::util::doorbell::Doorbell;
 use crate::util::error::Result;
 
@@ -71,7 +71,7 @@ impl HostServices {
     /// Whether this thread is serving a host call (then a device's `exit` may be ending the process
     /// from it, and waiting for that device's kernels would never end).
     pub fn this_thread_is_serving() -> bool {
-        super::serving::calls::this_thread_is_serving()
+        super::calls::this_thread_is_serving()
     }
 
     /// The launch time of a kernel that may call the host (ns), when kernels are traced

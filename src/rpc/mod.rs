@@ -21,7 +21,7 @@
 //!    the server finds the ports whose two words differ
 //!    ([`protocol::mailbox::Mailbox::holds_request`]), claims that port's window
 //!    ([`protocol::window`], a one-port view of libc's server) and runs libc's `rpc_handle_server`
-//!    on it. The call is shown in the thread's slot ([`serving::calls`]), where a stand-by thread
+//!    on it. The call is shown in the thread's slot ([`calls`]), where a stand-by thread
 //!    takes over the scan from a call that holds it up, and the watchdog looks.
 //! 4. **libc's server carries out the opcode.** For the plugin's callbacks, in [`services`]: MALLOC
 //!    and FREE from the device's heap, PRINTF through the host's C library, ASSERT. For the C
@@ -32,7 +32,7 @@
 //!    time) with a [`protocol::port::Port`].
 //! 5. **The handler answers.** It receives the lanes' packets or byte strings and replies through
 //!    the `Port`; libc writes the reply and flips the server's word, and the device's call returns.
-//! 6. **The call is reported.** The server and the thread's call slot ([`serving::calls`]) report
+//! 6. **The call is reported.** The server and the thread's call slot ([`calls`]) report
 //!    it as it ends to [`observing`]: the statistics, the trace and the watchdog's view, reported at
 //!    exit ([`observing::report_at_exit`]).
 //!
@@ -42,12 +42,17 @@
 //! faults in the middle of a call has the calls it was making answered for it
 //! ([`serving::server::RpcServer::answer_for_lost_device`]).
 //!
-//! The folders follow that path: [`protocol`] (libc's binding, the mailbox, the window, the port,
-//! the client), [`services`] (what the plugin's own opcodes do), [`serving`] (servers, threads,
-//! handlers, the calls in progress), [`observing`] (statistics, trace, watchdog). They do not yet
-//! use each other in one direction only (serving and observing reach into each other, and the
-//! mailbox's tests into serving); `simulated` plays devices in tests.
+//! The folders are layers that only point down (`tests/module_layout.rs` checks it, and that no
+//! file of them forms an import circle): [`protocol`] at the bottom (libc's binding, the mailbox,
+//! the device's memory, the window, the port, the client), knowing nothing above it; [`calls`] (the
+//! record of the calls being served); [`observing`] (statistics, trace, watchdog), to which calls
+//! are reported and which learns of the serving threads only through the interface it defines
+//! ([`observing::watchdog::Watched`]); [`services`] (what the plugin's own opcodes do); [`serving`]
+//! (servers, threads, handlers); and the front door ([`HostServices`]), which this root re-exports
+//! with the types it speaks in. `simulated` plays devices in tests.
 
+#[cfg(feature = "rpc")]
+pub mod calls;
 mod host_services;
 pub mod observing;
 pub mod protocol;
@@ -58,76 +63,14 @@ pub mod serving;
 #[cfg(all(feature = "rpc", any(test, feature = "test-doubles")))]
 pub mod simulated;
 
-use std::ffi::c_void;
-
 pub use host_services::{DeviceHeap, HostServices, ImageServer, TracedKernel};
+pub use protocol::memory::{DeviceMemory, HostMemory};
 /// What a user handler is and sees (the C API's handlers are built on these).
 #[cfg(feature = "rpc")]
 pub use protocol::port::{Packet, Port};
+pub use protocol::CLIENT_SYMBOL;
 #[cfg(feature = "rpc")]
 pub use serving::handlers::UserHandler;
-
-use crate::util::error::{Error, Result};
-
-/// The name of the symbol through which a device image asks for host services.
-pub const CLIENT_SYMBOL: &std::ffi::CStr = c"__llvm_libc_rpc_client";
-
-/// Memory of one device as the RPC server needs it.
-pub trait DeviceMemory: Send + Sync {
-    /// Device memory for the device's `malloc` (a block, or a reservation the heap divides).
-    fn alloc(&self, size: usize) -> Result<*mut c_void>;
-    /// Frees what `alloc` returned.
-    ///
-    /// # Safety
-    /// `ptr` came from `alloc` and was not freed since.
-    unsafe fn free(&self, ptr: *mut c_void) -> Result<()>;
-    /// Zeroed memory that the host and the device see at one address, for the mailbox.
-    fn alloc_shared(&self, size: usize) -> Result<*mut c_void>;
-    /// Frees what `alloc_shared` returned.
-    ///
-    /// # Safety
-    /// `ptr` came from `alloc_shared` and was not freed since.
-    unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()>;
-}
-
-/// Host memory as a device's, for mailboxes that only this process uses: tests and benchmarks that play the device from a host thread.
-pub struct HostMemory;
-
-impl DeviceMemory for HostMemory {
-    fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        // SAFETY: malloc has no preconditions; null is handled.
-        let ptr = unsafe { libc::malloc(size.max(1)) };
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory { size });
-        }
-        Ok(ptr)
-    }
-
-    unsafe fn free(&self, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc`.
-        unsafe { libc::free(ptr) };
-        Ok(())
-    }
-
-    fn alloc_shared(&self, size: usize) -> Result<*mut c_void> {
-        // Page-aligned, as a driver's pinned memory is: no other data of the process shares the
-        // mailbox's cache lines (the server's and the client's words would bounce with it).
-        let mut ptr = std::ptr::null_mut();
-        // SAFETY: `ptr` is writable; the alignment is a power of two and a multiple of the pointer size.
-        if unsafe { libc::posix_memalign(&mut ptr, 4096, size.max(1)) } != 0 || ptr.is_null() {
-            return Err(Error::OutOfMemory { size });
-        }
-        // SAFETY: `ptr` holds `size` bytes; the mailbox must start zeroed.
-        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, size) };
-        Ok(ptr)
-    }
-
-    unsafe fn free_shared(&self, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: per the trait's contract, `ptr` came from `alloc_shared`.
-        unsafe { libc::free(ptr) };
-        Ok(())
-    }
-}
 
 /// Whether this build serves host services (the `rpc` cargo feature).
 pub const AVAILABLE: bool = cfg!(feature = "rpc");

@@ -453,7 +453,7 @@ const MEMORY_CALLS: [&str; 5] = [
 fn enter(w: &mut World, call: &'static str) -> Result<(), CuResult> {
     let armed = w.record.enter(call);
     #[cfg(feature = "rpc")]
-    if MEMORY_CALLS.contains(&call) && crate::rpc::serving::calls::this_thread_is_serving() {
+    if MEMORY_CALLS.contains(&call) && crate::rpc::calls::this_thread_is_serving() {
         w.violations.push(format!(
             "{call} while serving a host call of a running kernel: would deadlock on a real GPU"
         ));

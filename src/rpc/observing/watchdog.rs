@@ -6,7 +6,11 @@
 //!
 //! The watchdog looks every N/4 ms, and once more at exit ([`finish`]), so that a slow call that
 //! ended just before the program did is still said. Durations are those the statistics count: from
-//! when the call was seen to when its reply was written ([`calls::SlowCall`]).
+//! when the call was seen to when its reply was written.
+//!
+//! It knows the serving side only through [`Watched`], which the serving threads implement and hand
+//! over when they start it: observing sits below serving, and never reaches back into servers, call
+//! slots or the registry of handlers.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,9 +18,7 @@ use std::time::Duration;
 
 use std::sync::Mutex;
 
-use crate::rpc::protocol::{ffi, Owner};
-use crate::rpc::serving::calls::{self, CallSlot};
-use crate::rpc::serving::registry;
+use crate::rpc::protocol::ffi;
 use crate::util::log;
 use crate::util::sync::{fork_generation, lock, PerProcess};
 
@@ -34,13 +36,64 @@ pub struct ServingStatus {
     pub kernels_in_flight: bool,
 }
 
-/// Asks the serving threads how they stand (given by whoever starts the watchdog, so that the
-/// watchdog need not know them).
-pub type StatusOf = fn() -> ServingStatus;
+/// A call being served, as the serving side shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenCall {
+    /// Which serving thread's slot shows it (an address), with `serial`: the watchdog's name for it.
+    pub slot: usize,
+    /// Distinguishes it from the slot's other calls.
+    pub serial: u64,
+    /// The device that made it.
+    pub device: usize,
+    /// Its port.
+    pub port: u32,
+    /// Its opcode.
+    pub opcode: u16,
+    /// When it was seen, when the serving thread read the clock for it.
+    pub began_ns: Option<u64>,
+}
+
+/// A call whose clock was read, ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndedCall {
+    /// The call, as it was open.
+    pub call: OpenCall,
+    /// When its reply was written.
+    pub ended_ns: u64,
+}
+
+/// A request a device wrote that no thread has picked up yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitingRequest {
+    /// The device.
+    pub device: usize,
+    /// Its port.
+    pub port: u32,
+    /// Its opcode.
+    pub opcode: u16,
+    /// Which request of the port it is (a count that moves on with each one).
+    pub which: u32,
+}
+
+/// What the watchdog asks of the serving side, which implements it: the narrow interface through
+/// which observing learns about serving without depending on it.
+pub trait Watched: Sync {
+    /// The calls being served now.
+    fn open_calls(&self) -> Vec<OpenCall>;
+    /// The calls whose clock was read that ended since the last ask (asked after `open_calls`, so
+    /// that a call ending in between is in one list or the other).
+    fn ended_calls(&self) -> Vec<EndedCall>;
+    /// The requests waiting in servers in service.
+    fn waiting_requests(&self) -> Vec<WaitingRequest>;
+    /// How the serving threads stand.
+    fn status(&self) -> ServingStatus;
+    /// The name of the handler registered for a user opcode, if any.
+    fn handler_name(&self, opcode: u16) -> Option<String>;
+}
 
 /// Starts the watchdog thread when a limit is set, once per process (a forked child, which the
-/// parent's thread did not survive into, gets its own); `status` says how the serving threads stand.
-pub fn start(status: StatusOf) {
+/// parent's thread did not survive into, gets its own), looking at `watched`.
+pub fn start(watched: &'static dyn Watched) {
     static STARTED_IN: AtomicU64 = AtomicU64::new(u64::MAX);
     let Some(limit) = limit() else { return };
     let generation = fork_generation();
@@ -58,7 +111,7 @@ pub fn start(status: StatusOf) {
             let tick = tick_of(limit);
             loop {
                 std::thread::sleep(tick);
-                look_and_say(limit, status);
+                look_and_say(limit, watched);
             }
         });
     if let Err(e) = spawned {
@@ -74,16 +127,20 @@ fn tick_of(limit: Duration) -> Duration {
     (limit / 4).clamp(Duration::from_millis(1), Duration::from_secs(1))
 }
 
+/// A started watchdog and what it watches.
+type Started = (Watchdog, &'static dyn Watched);
+
 /// What the watchdog of this process remembers (a forked child starts afresh).
-fn state() -> &'static Mutex<Option<Watchdog>> {
-    static STATE: PerProcess<Mutex<Option<Watchdog>>> = PerProcess::new();
+fn state() -> &'static Mutex<Option<Started>> {
+    static STATE: PerProcess<Mutex<Option<Started>>> = PerProcess::new();
     STATE.get_or_make(|| Mutex::new(None), |_| {})
 }
 
 /// Looks once and says what there is to say, under the watchdog's lock, so that lines come in order.
-fn look_and_say(limit: Duration, status: StatusOf) {
+fn look_and_say(limit: Duration, watched: &'static dyn Watched) {
     let mut state = lock(state());
-    for line in state.get_or_insert_with(|| Watchdog::new(limit, status)).look() {
+    let (watchdog, watched) = state.get_or_insert_with(|| (Watchdog::new(limit), watched));
+    for line in watchdog.look(*watched) {
         log::watchdog(line);
     }
 }
@@ -94,19 +151,19 @@ fn look_and_say(limit: Duration, status: StatusOf) {
 pub fn finish() {
     let started = lock(state())
         .as_ref()
-        .map(|watchdog| (watchdog.limit_ns, watchdog.status));
-    if let Some((limit_ns, status)) = started {
-        look_and_say(Duration::from_nanos(limit_ns), status);
+        .map(|(watchdog, watched)| (watchdog.limit_ns, *watched));
+    if let Some((limit_ns, watched)) = started {
+        look_and_say(Duration::from_nanos(limit_ns), watched);
     }
 }
 
 /// How messages name an opcode: libc's by name, user opcodes with their handler.
-pub fn describe_opcode(opcode: u16) -> String {
+fn describe_opcode(opcode: u16, watched: &dyn Watched) -> String {
     if opcode < ffi::opcode::FIRST_USER {
         return ffi::opcode::Label(opcode).to_string();
     }
-    match registry::registered(opcode) {
-        Some(registered) => format!("user opcode {opcode:#06x} ({})", registered.handler.name()),
+    match watched.handler_name(opcode) {
+        Some(name) => format!("user opcode {opcode:#06x} ({name})"),
         None => format!("user opcode {opcode:#06x} (no handler registered)"),
     }
 }
@@ -119,8 +176,8 @@ struct Seen {
     /// When it was seen: by the serving thread (exact), or, when that thread read no clock, by the
     /// watchdog's first look.
     began_ns: u64,
-    /// Whether its end will be told by [`calls::take_finished_slow`] (the serving thread read the
-    /// clock), so that the watchdog waits for that instead of guessing.
+    /// Whether its end will be told by [`Watched::ended_calls`] (the serving thread read the clock),
+    /// so that the watchdog waits for that instead of guessing.
     timed: bool,
     reported: bool,
 }
@@ -133,81 +190,70 @@ pub struct Watchdog {
     /// Requests nobody serves yet, by (device, port, which request: the port window's served count
     /// when serving port by port, else the client's word): when first seen, whether reported.
     waiting: HashMap<(usize, u32, u32), (u64, bool)>,
-    /// How the serving threads stand.
-    status: StatusOf,
 }
 
 impl Watchdog {
-    /// A watchdog for calls open longer than `limit`, asking `status` how the serving threads stand.
-    pub fn new(limit: Duration, status: StatusOf) -> Watchdog {
+    /// A watchdog for calls open longer than `limit`.
+    pub fn new(limit: Duration) -> Watchdog {
         Watchdog {
             limit_ns: limit.as_nanos() as u64,
             serving: HashMap::new(),
             waiting: HashMap::new(),
-            status,
         }
     }
 
-    /// Looks at every call being served and every request waiting in a server in service; returns
-    /// the lines to report.
-    pub fn look(&mut self) -> Vec<String> {
-        self.look_at(&registry::servers())
-    }
-
-    /// [`Watchdog::look`], with the requests of `servers`.
-    pub fn look_at(&mut self, servers: &[std::sync::Arc<crate::rpc::serving::server::RpcServer>]) -> Vec<String> {
+    /// Looks at every call `watched` is serving and every request waiting in it; returns the lines
+    /// to report.
+    pub fn look(&mut self, watched: &dyn Watched) -> Vec<String> {
         let now = crate::util::clock::now_ns();
         let mut lines = Vec::new();
         let mut being_served = HashSet::new();
         let mut still_open = HashSet::new();
-        for slot in calls::slots() {
-            let key_slot = slot as *const CallSlot as usize;
-            if let Some(call) = slot.current() {
-                being_served.insert((call.device, call.port));
-                let key = (key_slot, call.serial);
-                still_open.insert(key);
-                let seen = self.serving.entry(key).or_insert(Seen {
-                    device: call.device,
-                    port: call.port,
-                    opcode: call.opcode,
-                    began_ns: call.began_ns.unwrap_or(now),
-                    timed: call.began_ns.is_some(),
-                    reported: false,
-                });
-                let open_ns = now.saturating_sub(seen.began_ns);
-                if open_ns >= self.limit_ns && !seen.reported {
-                    seen.reported = true;
-                    lines.push(format!(
-                        "device {} port {}: host call {} has been open for {} ms; the kernel waits for it",
-                        call.device,
-                        call.port,
-                        describe_opcode(call.opcode),
-                        open_ns / 1_000_000
-                    ));
-                }
+        for call in watched.open_calls() {
+            being_served.insert((call.device, call.port));
+            let key = (call.slot, call.serial);
+            still_open.insert(key);
+            let seen = self.serving.entry(key).or_insert(Seen {
+                device: call.device,
+                port: call.port,
+                opcode: call.opcode,
+                began_ns: call.began_ns.unwrap_or(now),
+                timed: call.began_ns.is_some(),
+                reported: false,
+            });
+            let open_ns = now.saturating_sub(seen.began_ns);
+            if open_ns >= self.limit_ns && !seen.reported {
+                seen.reported = true;
+                lines.push(format!(
+                    "device {} port {}: host call {} has been open for {} ms; the kernel waits for it",
+                    call.device,
+                    call.port,
+                    describe_opcode(call.opcode, watched),
+                    open_ns / 1_000_000
+                ));
             }
         }
-        // Taken after the slots were read: a call that ended in between is in this list.
-        for slow in calls::take_finished_slow() {
+        // Asked after the open calls: a call that ended in between is in this list.
+        for slow in watched.ended_calls() {
             let call = slow.call;
             let lasted_ms = slow.ended_ns.saturating_sub(call.began_ns.unwrap_or(slow.ended_ns)) / 1_000_000;
             let reported = self
                 .serving
-                .remove(&(slow.slot, call.serial))
+                .remove(&(call.slot, call.serial))
                 .is_some_and(|seen| seen.reported);
             lines.push(if reported {
                 format!(
                     "device {} port {}: host call {} finished after {lasted_ms} ms",
                     call.device,
                     call.port,
-                    describe_opcode(call.opcode)
+                    describe_opcode(call.opcode, watched)
                 )
             } else {
                 format!(
                     "device {} port {}: host call {} took {lasted_ms} ms (more than OMPRPC_WATCHDOG_MS={})",
                     call.device,
                     call.port,
-                    describe_opcode(call.opcode),
+                    describe_opcode(call.opcode, watched),
                     self.limit_ns / 1_000_000
                 )
             });
@@ -225,38 +271,42 @@ impl Watchdog {
                     "device {} port {}: host call {} finished after about {} ms",
                     call.device,
                     call.port,
-                    describe_opcode(call.opcode),
+                    describe_opcode(call.opcode, watched),
                     now.saturating_sub(call.began_ns) / 1_000_000
                 ));
             }
             false
         });
         let mut seen = HashSet::new();
-        for server in servers {
-            let Owner::Device(device) = server.owner();
-            for (port, opcode, word) in server.waiting_requests() {
-                if being_served.contains(&(device, port)) {
-                    continue;
-                }
-                let key = (device, port, word);
-                seen.insert(key);
-                let (since, reported) = self.waiting.entry(key).or_insert((now, false));
-                if !*reported && now.saturating_sub(*since) >= self.limit_ns {
-                    *reported = true;
-                    let status = (self.status)();
-                    let why = if status.threads == 0 {
-                        "no thread is serving host calls (none is alive)".to_string()
-                    } else if !status.kernels_in_flight {
-                        "host calls are served only while the plugin knows of a kernel that may call the host, and it knows of none".to_string()
-                    } else {
-                        "every serving thread is held up".to_string()
-                    };
-                    lines.push(format!(
-                        "device {device} port {port}: a kernel called the host ({}) {} ms ago and nothing serves it: {why}",
-                        describe_opcode(opcode),
-                        now.saturating_sub(*since) / 1_000_000
-                    ));
-                }
+        let mut status = None;
+        for request in watched.waiting_requests() {
+            let WaitingRequest {
+                device,
+                port,
+                opcode,
+                which,
+            } = request;
+            if being_served.contains(&(device, port)) {
+                continue;
+            }
+            let key = (device, port, which);
+            seen.insert(key);
+            let (since, reported) = self.waiting.entry(key).or_insert((now, false));
+            if !*reported && now.saturating_sub(*since) >= self.limit_ns {
+                *reported = true;
+                let status = *status.get_or_insert_with(|| watched.status());
+                let why = if status.threads == 0 {
+                    "no thread is serving host calls (none is alive)".to_string()
+                } else if !status.kernels_in_flight {
+                    "host calls are served only while the plugin knows of a kernel that may call the host, and it knows of none".to_string()
+                } else {
+                    "every serving thread is held up".to_string()
+                };
+                lines.push(format!(
+                    "device {device} port {port}: a kernel called the host ({}) {} ms ago and nothing serves it: {why}",
+                    describe_opcode(opcode, watched),
+                    now.saturating_sub(*since) / 1_000_000
+                ));
             }
         }
         self.waiting.retain(|key, _| seen.contains(key));
@@ -269,10 +319,36 @@ mod tests {
     use super::*;
     use crate::rpc::serving::server::tests::CountingMemory;
     use crate::rpc::serving::server::RpcServer;
-    use crate::rpc::serving::threads;
+    use crate::rpc::serving::watched::{waiting_in, SERVING};
+    use crate::rpc::serving::{registry, threads};
     use crate::rpc::simulated::{SimulatedDevice, SimulatedWarp};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+
+    /// The serving side, with the waiting requests of these servers only.
+    struct Only<'a>(&'a [Arc<RpcServer>]);
+
+    impl Watched for Only<'_> {
+        fn open_calls(&self) -> Vec<OpenCall> {
+            SERVING.open_calls()
+        }
+
+        fn ended_calls(&self) -> Vec<EndedCall> {
+            SERVING.ended_calls()
+        }
+
+        fn waiting_requests(&self) -> Vec<WaitingRequest> {
+            waiting_in(self.0)
+        }
+
+        fn status(&self) -> ServingStatus {
+            SERVING.status()
+        }
+
+        fn handler_name(&self, opcode: u16) -> Option<String> {
+            SERVING.handler_name(opcode)
+        }
+    }
 
     /// Sleeps 400 ms, then echoes.
     struct Slow;
@@ -316,11 +392,11 @@ mod tests {
                 done.store(true, Ordering::SeqCst);
             });
             while !done.load(Ordering::SeqCst) {
-                lines.extend(watchdog.look_at(servers));
+                lines.extend(watchdog.look(&Only(servers)));
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        lines.extend(watchdog.look_at(servers));
+        lines.extend(watchdog.look(&Only(servers)));
         let mine = format!("device {device} ");
         lines.into_iter().filter(|l| l.starts_with(&mine)).collect()
     }
@@ -335,7 +411,7 @@ mod tests {
         threads::put_in_service(Arc::clone(&server)).unwrap();
         threads::kernel_started().unwrap();
         let device = SimulatedDevice::new(Arc::clone(&server));
-        let mut watchdog = Watchdog::new(Duration::from_millis(100), threads::status);
+        let mut watchdog = Watchdog::new(Duration::from_millis(100));
         let quiet = watch_while(&mut watchdog, 90, &[], || {
             let warp = SimulatedWarp::new(&device, 1);
             for i in 0..2_000u64 {
@@ -372,13 +448,13 @@ mod tests {
         let server = RpcServer::new(91, 4, 1, Arc::new(CountingMemory::default())).unwrap();
         server.install_user_opcode(registry::registered(LATE).unwrap()).unwrap();
         let device = SimulatedDevice::new(Arc::clone(&server));
-        let mut watchdog = Watchdog::new(Duration::from_millis(50), threads::status);
+        let mut watchdog = Watchdog::new(Duration::from_millis(50));
         let servers = [Arc::clone(&server)];
         let lines = std::thread::scope(|scope| {
             let caller = scope.spawn(|| SimulatedWarp::new(&device, 3).call(LATE, 1, &[[5; 8]]));
             let mut lines = Vec::new();
             for _ in 0..30 {
-                lines.extend(watchdog.look_at(&servers));
+                lines.extend(watchdog.look(&Only(&servers)));
                 std::thread::sleep(Duration::from_millis(10));
             }
             // Serve it here, so that the caller ends.

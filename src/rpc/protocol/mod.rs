@@ -5,10 +5,14 @@
 pub mod client;
 pub mod ffi;
 pub mod mailbox;
+pub mod memory;
 #[cfg(feature = "rpc")]
 pub mod port;
 #[cfg(feature = "rpc")]
 pub mod window;
+
+/// The name of the symbol through which a device image asks for host services.
+pub const CLIENT_SYMBOL: &std::ffi::CStr = c"__llvm_libc_rpc_client";
 
 /// Whose calls come through a mailbox, as messages, the watchdog, the statistics and the trace name
 /// them.

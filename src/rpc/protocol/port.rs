@@ -61,6 +61,9 @@ pub struct Port<'a> {
     /// refusals name them. The plugin's own services are trusted.
     handler_of: Option<(super::Owner, u16)>,
     state: Exchange,
+    /// Bytes the call moved so far: to the host (what the device sent) and to the device, for
+    /// whoever keeps the call's record ([`Port::moved`]); the protocol layer keeps no records.
+    moved: (u64, u64),
     _call: PhantomData<&'a mut ()>,
 }
 
@@ -106,6 +109,7 @@ impl Port<'_> {
             raw,
             handler_of: None,
             state: Exchange::Unread,
+            moved: (0, 0),
             _call: PhantomData,
         }
     }
@@ -121,6 +125,12 @@ impl Port<'_> {
             // SAFETY: forwarded from this function's contract.
             ..unsafe { Port::from_raw(raw) }
         }
+    }
+
+    /// Bytes moved through this port so far: to the host (requests read) and to the device (replies
+    /// sent).
+    pub fn moved(&self) -> (u64, u64) {
+        self.moved
     }
 
     /// Ends a user handler's exchange: a request read but not answered gets an empty reply (zeroed
@@ -196,7 +206,7 @@ impl Port<'_> {
         }
         // SAFETY: the port is live (constructor contract); `take` matches the callback type.
         unsafe { ffi::rpc_recv(self.raw, take, (&mut cursor as *mut Cursor).cast()) };
-        crate::rpc::serving::calls::moved_to_host(|| 64 * u64::from(cursor.count));
+        self.moved.0 += 64 * u64::from(cursor.count);
         self.state = Exchange::Read { bytes: false };
         Ok(cursor.count)
     }
@@ -219,7 +229,7 @@ impl Port<'_> {
         }
         // SAFETY: as in `recv`.
         unsafe { ffi::rpc_send(self.raw, fill, (&mut cursor as *mut Cursor).cast()) };
-        crate::rpc::serving::calls::moved_to_device(|| 64 * u64::from(cursor.count));
+        self.moved.1 += 64 * u64::from(cursor.count);
         self.state = Exchange::Replied;
         Ok(cursor.count)
     }
@@ -241,14 +251,12 @@ impl Port<'_> {
             )
         };
         self.state = Exchange::Read { bytes: true };
-        crate::rpc::serving::calls::moved_to_host(|| {
-            sizes
-                .iter()
-                .zip(&data)
-                .filter(|(_, p)| !p.is_null())
-                .map(|(n, _)| n)
-                .sum()
-        });
+        self.moved.0 += sizes
+            .iter()
+            .zip(&data)
+            .filter(|(_, p)| !p.is_null())
+            .map(|(n, _)| n)
+            .sum::<u64>();
         Ok(data
             .into_iter()
             .zip(sizes)
@@ -272,7 +280,7 @@ impl Port<'_> {
         // SAFETY: both arrays hold `lanes` entries; libc reads `sizes[lane]` bytes at `ptrs[lane]`,
         // which `data` keeps alive for the call.
         unsafe { ffi::rpc_send_n(self.raw, ptrs.as_ptr(), sizes.as_mut_ptr()) };
-        crate::rpc::serving::calls::moved_to_device(|| sizes.iter().sum());
+        self.moved.1 += sizes.iter().sum::<u64>();
         self.state = Exchange::Replied;
         Ok(())
     }

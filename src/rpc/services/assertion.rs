@@ -30,9 +30,9 @@ pub unsafe extern "C" fn serve(raw: ffi::Port, _data: *mut c_void) {
     // SAFETY: the port of the running callback, used only within it.
     let mut port = unsafe { Port::from_raw(raw) };
     let mut lines = port.lane_packets();
-    let (Ok(active), Ok(expressions), Ok(files), Ok(functions)) =
-        (port.recv(&mut lines), port.recv_n(), port.recv_n(), port.recv_n())
-    else {
+    let received = (port.recv(&mut lines), port.recv_n(), port.recv_n(), port.recv_n());
+    crate::rpc::calls::moved_through_port(port.moved());
+    let (Ok(active), Ok(expressions), Ok(files), Ok(functions)) = received else {
         return;
     };
     let Some(lane) = (0..expressions.len()).find(|&l| !expressions[l].as_slice().is_empty()) else {

@@ -28,7 +28,7 @@ use offset_allocator::{Allocation, Allocator};
 
 use crate::rpc::protocol::ffi;
 
-use crate::rpc::DeviceMemory;
+use crate::rpc::protocol::memory::DeviceMemory;
 use crate::util::address_map::AddressMap;
 use crate::util::error::Result;
 use crate::util::log;
@@ -246,8 +246,8 @@ pub(crate) unsafe extern "C" fn serve_malloc(port: ffi::Port, data: *mut c_void)
             // SAFETY: `data` is the server's `HeapService`; `buffer` is a live packet of this port.
             let (state, buffer) = unsafe { (&*data.cast::<HeapService>(), &mut *buffer) };
             buffer.data[0] = state.heap.malloc(buffer.data[0] as usize) as u64;
-            crate::rpc::serving::calls::moved_to_host(|| 8);
-            crate::rpc::serving::calls::moved_to_device(|| 8);
+            crate::rpc::calls::moved_to_host(|| 8);
+            crate::rpc::calls::moved_to_device(|| 8);
         }));
     }
     // SAFETY: `port` is the port libc is serving; `fill` matches the callback type and `data` is ours.
@@ -261,7 +261,7 @@ pub(crate) unsafe extern "C" fn serve_free(port: ffi::Port, data: *mut c_void) {
             // SAFETY: as in `serve_malloc`.
             let (state, buffer) = unsafe { (&*data.cast::<HeapService>(), &*buffer) };
             let ptr = buffer.data[0] as usize;
-            crate::rpc::serving::calls::moved_to_host(|| 8);
+            crate::rpc::calls::moved_to_host(|| 8);
             if ptr == 0 {
                 return;
             }

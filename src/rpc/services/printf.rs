@@ -320,7 +320,7 @@ fn print(bytes: &[u8]) -> i64 {
     let Some(request) = Request::parse(bytes) else {
         log::error(format_args!(
             "{}: printf: the request was malformed; nothing printed",
-            crate::rpc::serving::calls::served_device_label()
+            crate::rpc::calls::served_device_label()
         ));
         return -1;
     };
@@ -339,7 +339,7 @@ fn print(bytes: &[u8]) -> i64 {
             let format = String::from_utf8_lossy(&request.format[..request.format.len() - 1]);
             log::error(format_args!(
                 "{}: printf({format:?}): {reason}; nothing printed",
-                crate::rpc::serving::calls::served_device_label()
+                crate::rpc::calls::served_device_label()
             ));
             -1
         }
@@ -393,6 +393,7 @@ pub unsafe extern "C" fn serve(raw: ffi::Port, _data: *mut c_void) {
         }
     }
     let _ = port.send(&replies);
+    crate::rpc::calls::moved_through_port(port.moved());
 }
 
 #[cfg(test)]

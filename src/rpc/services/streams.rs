@@ -124,7 +124,7 @@ pub(crate) const WRITE: &str = "fwrite, fputs or fprintf";
 
 /// Says once per call that `call` was refused a stream the device does not have open.
 fn refuse(call: &str, stream: *mut FILE) {
-    let device = crate::rpc::serving::calls::served_device_label();
+    let device = crate::rpc::calls::served_device_label();
     log::error(format_args!(
         "{device}: {call} on stream {:#x} that the device does not have open (closed already, or never \
          returned by fopen); the call failed",
@@ -234,7 +234,7 @@ pub mod checked {
         let written = pass_on(WRITE, stream, 0, || unsafe {
             (STDIO.fwrite)(data, size, count, stream)
         });
-        crate::rpc::serving::calls::moved_to_host(|| (written * size) as u64);
+        crate::rpc::calls::moved_to_host(|| (written * size) as u64);
         written
     }
 
@@ -252,7 +252,7 @@ pub mod checked {
         let written = pass_on(WRITE, stream, 0, || unsafe {
             (STDIO.fwrite_unlocked)(data, size, count, stream)
         });
-        crate::rpc::serving::calls::moved_to_host(|| (written * size) as u64);
+        crate::rpc::calls::moved_to_host(|| (written * size) as u64);
         written
     }
 
@@ -265,7 +265,7 @@ pub mod checked {
         let read = pass_on("fread", stream, 0, || unsafe {
             (STDIO.fread)(data, size, count, stream)
         });
-        crate::rpc::serving::calls::moved_to_device(|| (read * size) as u64);
+        crate::rpc::calls::moved_to_device(|| (read * size) as u64);
         read
     }
 
@@ -281,7 +281,7 @@ pub mod checked {
         if !line.is_null() {
             // SAFETY: fgets returned the buffer, which now holds a NUL-terminated line; the length is
             // taken (if at all) before this call returns.
-            crate::rpc::serving::calls::moved_to_device(|| unsafe { libc::strlen(line) } as u64);
+            crate::rpc::calls::moved_to_device(|| unsafe { libc::strlen(line) } as u64);
         }
         line
     }

@@ -121,7 +121,9 @@ pub(crate) unsafe extern "C" fn dispatch(raw: ffi::Port, data: *mut c_void) {
             "{owner}: the host handler of opcode {opcode:#06x} panicked: {text}"
         ));
     }
-    match port.finish() {
+    let finished = port.finish();
+    crate::rpc::calls::moved_through_port(port.moved());
+    match finished {
         Finished::Complete => {}
         Finished::RepliedForHandler => log::error(format_args!(
             "{owner}: the host handler of opcode {opcode:#06x} did not reply; the device's call \

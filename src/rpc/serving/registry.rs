@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::rpc::calls::this_thread_is_serving;
 use crate::rpc::protocol::ffi::opcode;
-use crate::rpc::serving::calls::this_thread_is_serving;
 use crate::rpc::serving::handlers::{Registered, UserHandler};
 use crate::rpc::serving::server::RpcServer;
 use crate::util::error::{Error, Result};

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::rpc::protocol::ffi::{self, opcode};
 use crate::rpc::protocol::mailbox::{Layout, Mailbox};
+use crate::rpc::protocol::memory::DeviceMemory;
 use crate::rpc::protocol::window::{self, Callbacks, Claim, PortWindow};
 use crate::rpc::protocol::Owner;
 use crate::rpc::services::heap::{serve_free, serve_malloc, DeviceHeap, HeapService};
 use crate::rpc::serving::handlers::{dispatch, Registered, UserOpcode};
-use crate::rpc::DeviceMemory;
 use crate::util::error::{Error, Result};
 use crate::util::raw_box::RawBox;
 use crate::util::sync::{lock, read, write};
@@ -358,15 +358,7 @@ impl RpcServer {
 
     /// Adds a served call to the statistics and the trace, when asked for (`OMPRPC_STATS`,
     /// `OMPRPC_TRACE`).
-    fn account(
-        &self,
-        device: usize,
-        port: u32,
-        opcode: u16,
-        lanes: u32,
-        began: u64,
-        moved: crate::rpc::serving::calls::Moved,
-    ) {
+    fn account(&self, device: usize, port: u32, opcode: u16, lanes: u32, began: u64, moved: crate::rpc::calls::Moved) {
         let ended = moved.ended_ns.unwrap_or_else(crate::util::clock::now_ns);
         if crate::rpc::observing::stats::enabled() {
             crate::rpc::observing::stats::global().record(&crate::rpc::observing::stats::Call {
@@ -521,7 +513,7 @@ impl RpcServer {
         let began = Self::seen_at();
         // Read before serving: the header is the client's again once the reply is sent.
         let lanes = began.map_or(0, |_| self.lane_mask_of(port).count_ones());
-        let outer = crate::rpc::serving::calls::begin(
+        let outer = crate::rpc::calls::begin(
             device,
             port as u32,
             opcode,
@@ -529,7 +521,7 @@ impl RpcServer {
             began,
         );
         let status = serve();
-        let moved = crate::rpc::serving::calls::end(outer);
+        let moved = crate::rpc::calls::end(outer);
         if let Some(began) = began {
             self.account(device, port as u32, opcode, lanes, began, moved);
         }

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::rpc::serving::calls::{self, CallSlot};
+use crate::rpc::calls::{self, CallSlot};
 use crate::rpc::serving::registry;
 use crate::rpc::serving::server::RpcServer;
 use crate::util::config::RpcWait;
@@ -158,7 +158,7 @@ impl ServingThreads {
             return Ok(());
         }
         spawn_serving_thread(self, Role::Scan)?;
-        crate::rpc::observing::watchdog::start(status);
+        crate::rpc::observing::watchdog::start(&super::watched::SERVING);
         // Without a stand-by, calls still get served, only one at a time: not a reason to fail.
         if let Err(e) = spawn_serving_thread(self, Role::StandBy) {
             log::info(format_args!("{e}; host calls are served one at a time"));

@@ -154,6 +154,13 @@ pub fn moved_to_device(bytes: impl FnOnce() -> u64) {
     });
 }
 
+/// The call being served on this thread moved `bytes` through its port: to the host and to the
+/// device (what [`crate::rpc::protocol::port::Port::moved`] counted).
+pub fn moved_through_port(bytes: (u64, u64)) {
+    moved_to_host(|| bytes.0);
+    moved_to_device(|| bytes.1);
+}
+
 /// What a finished call moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Moved {
