@@ -297,13 +297,14 @@ fn system_install_then_uninstall_restores_every_byte() {
     let before = snapshot(&root);
     let plugin = std::fs::read(built_plugin()).unwrap();
 
-    let install = || {
+    let system = |verb: &str| {
         omprpc(&cache)
-            .args(["install", "--system", "--root"])
+            .args([verb, "--system", "--root"])
             .arg(&root)
             .output()
             .unwrap()
     };
+    let install = || system("install");
     let out = install();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
@@ -334,13 +335,7 @@ fn system_install_then_uninstall_restores_every_byte() {
     assert!(out.status.success(), "{}", text(&out).1);
     assert!(text(&out).0.contains("omprpc updated in"));
 
-    let uninstall = || {
-        omprpc(&cache)
-            .args(["uninstall", "--system", "--root"])
-            .arg(&root)
-            .output()
-            .unwrap()
-    };
+    let uninstall = || system("uninstall");
     let out = uninstall();
     assert!(out.status.success(), "{}", text(&out).1);
     assert_eq!(snapshot(&root), before, "uninstall put every byte back");
