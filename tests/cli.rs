@@ -43,6 +43,12 @@ fn text(out: &Output) -> (String, String) {
     )
 }
 
+/// Fails unless the program run with `LIBOMPTARGET_INFO=16` said omprpc served it.
+fn assert_served_by_omprpc(ran: &Output) {
+    let (_, stderr) = text(ran);
+    assert!(stderr.contains("omprpc info: host backend selected"), "{stderr}");
+}
+
 #[test]
 fn every_verb_has_help() {
     let cache = fresh_dir("help");
@@ -325,11 +331,7 @@ fn system_install_then_uninstall_restores_every_byte() {
         .env("LIBOMPTARGET_INFO", "16")
         .output()
         .unwrap();
-    assert!(
-        text(&ran).1.contains("omprpc info: host backend selected"),
-        "{}",
-        text(&ran).1
-    );
+    assert_served_by_omprpc(&ran);
     // Installing again updates in place; the stock files stay kept.
     let out = install();
     assert!(out.status.success(), "{}", text(&out).1);
@@ -401,11 +403,7 @@ fn user_install_prints_the_profile_line_and_uninstall_takes_it_back() {
         .env("LIBOMPTARGET_INFO", "16")
         .output()
         .unwrap();
-    assert!(
-        text(&ran).1.contains("omprpc info: host backend selected"),
-        "{}",
-        text(&ran).1
-    );
+    assert_served_by_omprpc(&ran);
     // It leaves no empty entry (the current directory) in the search path when there was none.
     let value = line.trim().trim_start_matches("export LD_LIBRARY_PATH=");
     let path = Command::new("sh")

@@ -102,10 +102,7 @@ impl<B: Backend> QueueSlot<B> {
         HostServices::serve_what_is_waiting(device.index, LAST_CALLS_WAIT);
         device.rpc_kernels_in_flight.fetch_sub(kernels, Ordering::AcqRel);
         HostServices::kernels_finished(kernels);
-        HostServices::trace_kernels(
-            device.index,
-            std::mem::take(&mut *crate::util::sync::lock(&self.traced_kernels)),
-        );
+        HostServices::trace_kernels(device.index, &self.traced_kernels);
     }
 }
 

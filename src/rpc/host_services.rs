@@ -7,7 +7,7 @@
 //! and builds them from the backend's memory). Still outside: the C side of user handlers
 //! (`abi::handlers`), which is the protocol's port seen from C.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::protocol::memory::DeviceMemory;
@@ -62,7 +62,7 @@ impl HostServices {
     }
 
     /// Serves the calls `device`'s kernels left behind (one-way calls such as a last `free`), waiting
-    /// at most `limit` for any another thread is serving, so that their effects precede the
+    /// at most `limit` for any that another thread is serving, so that their effects precede the
     /// program's next statement.
     pub fn serve_what_is_waiting(device: usize, limit: Duration) {
         super::serving::threads::serve_what_is_waiting(device, limit)
@@ -80,11 +80,12 @@ impl HostServices {
         super::observing::trace::enabled().then(crate::util::clock::now_ns)
     }
 
-    /// Adds `kernels` of `device`, ended now, to the trace.
-    pub fn trace_kernels(device: usize, kernels: Vec<TracedKernel>) {
+    /// Adds the kernels noted in `kernels` for `device`, ended now, to the trace, and forgets them;
+    /// the list is not even locked when no trace is written.
+    pub fn trace_kernels(device: usize, kernels: &Mutex<Vec<TracedKernel>>) {
         if let Some(trace) = super::observing::trace::global() {
             let ended = crate::util::clock::now_ns();
-            for (name, launched) in kernels {
+            for (name, launched) in std::mem::take(&mut *crate::util::sync::lock(kernels)) {
                 trace.kernel(device, &name, launched, ended);
             }
         }
@@ -171,7 +172,7 @@ impl HostServices {
     }
 
     /// No trace to add to.
-    pub fn trace_kernels(_device: usize, _kernels: Vec<TracedKernel>) {}
+    pub fn trace_kernels(_device: usize, _kernels: &Mutex<Vec<TracedKernel>>) {}
 
     /// There are no statistics to print.
     pub fn print_stats() -> Result<()> {

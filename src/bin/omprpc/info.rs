@@ -25,7 +25,7 @@ pub fn info(root: &Path) -> Report {
     let libomptarget = layout::llvm16_lib(root);
 
     match (&plugin, &libomptarget) {
-        (Ok(_), Ok(lib)) => match device_table(lib) {
+        (Ok(plugin), Ok(lib)) => match device_table(plugin, lib) {
             Ok(table) => lines.push(table),
             Err(why) => lines.push(format!("(no device table: {why})\n")),
         },
@@ -55,9 +55,13 @@ pub fn info(root: &Path) -> Report {
         Err(why) => lines.push(format!("libomptarget 16: {why}")),
     }
     let mut devices = 0;
+    // Read once: a bad setting is reported once, as a program reports it.
+    let settings = Config::from_env();
     for kind in [BackendKind::Host, BackendKind::Cuda, BackendKind::Amdgpu] {
-        let mut config = Config::from_env();
-        config.backend_override = Some(kind);
+        let config = Config {
+            backend_override: Some(kind),
+            ..settings.clone()
+        };
         let opened = Plugin::open(config, None);
         devices += opened.device_count();
         lines.push(format!(
@@ -98,7 +102,7 @@ pub fn info(root: &Path) -> Report {
 }
 
 /// `llvm-omp-device-info`'s output with omprpc as every plugin (through `omprpc run`'s directory).
-fn device_table(llvm16_lib: &Path) -> Result<String, String> {
+fn device_table(plugin: &Path, llvm16_lib: &Path) -> Result<String, String> {
     let tool = llvm16_lib.with_file_name("bin").join("llvm-omp-device-info");
     if !tool.is_file() {
         return Err(format!(
@@ -106,7 +110,7 @@ fn device_table(llvm16_lib: &Path) -> Result<String, String> {
             tool.display()
         ));
     }
-    let dir = crate::run::private_plugin_dir()?;
+    let dir = crate::run::private_plugin_dir(plugin)?;
     let out = std::process::Command::new(&tool)
         .env("LD_LIBRARY_PATH", &dir)
         .env_remove("LIBOMPTARGET_INFO")

@@ -17,7 +17,7 @@ const STAMP: &str = "made-from";
 /// Replaces this process with `program`, so that its exit status and signals are the caller's to see
 /// as if it had been started directly; returns only when it cannot be started.
 pub fn run(program: &OsString, args: &[OsString]) -> Failure {
-    let dir = match private_plugin_dir() {
+    let dir = match layout::plugin().and_then(|plugin| private_plugin_dir(&plugin)) {
         Ok(dir) => dir,
         Err(failure) => return failure,
     };
@@ -38,9 +38,8 @@ pub fn run(program: &OsString, args: &[OsString]) -> Failure {
 }
 
 /// The directory holding the plugin under the stock names, made on first use and brought up to date
-/// whenever the plugin has been rebuilt since; one per plugin file, in the user's cache.
-pub fn private_plugin_dir() -> Result<PathBuf, Failure> {
-    let plugin = layout::plugin()?;
+/// whenever `plugin` has been rebuilt since; one per plugin file, in the user's cache.
+pub fn private_plugin_dir(plugin: &Path) -> Result<PathBuf, Failure> {
     let plugin = plugin
         .canonicalize()
         .map_err(|e| format!("cannot read {}: {e}", plugin.display()))?;

@@ -2,7 +2,7 @@
 //! device a "kernels" track and one track per port, each host call a box coloured by opcode; a
 //! picture to put in a report or a README, where Perfetto itself cannot go.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -66,27 +66,27 @@ fn svg(spans: &[Span], title: &str) -> String {
         .iter()
         .map(|s| s.start_us + s.length_us)
         .fold(f64::NEG_INFINITY, f64::max);
-    let tracks: Vec<(u64, u64)> = spans
+    // Each track's row and each opcode's colour, looked up once per span (a trace holds up to a
+    // million spans over thousands of ports).
+    let tracks: BTreeMap<(u64, u64), usize> = spans
         .iter()
         .map(|s| s.track)
         .collect::<BTreeSet<_>>()
         .into_iter()
+        .enumerate()
+        .map(|(row, track)| (track, row))
         .collect();
-    let names: Vec<&str> = spans
+    let colours: BTreeMap<&str, &str> = spans
         .iter()
         .filter(|s| s.host_call)
         .map(|s| s.name.as_str())
         .collect::<BTreeSet<_>>()
         .into_iter()
+        .enumerate()
+        .map(|(i, name)| (name, PALETTE[i % PALETTE.len()]))
         .collect();
-    let colour = |name: &str| {
-        names
-            .iter()
-            .position(|n| *n == name)
-            .map_or("#bbbbbb", |i| PALETTE[i % PALETTE.len()])
-    };
     let (left, width, row, top) = (150.0, 900.0, 18.0, 40.0);
-    let legend_rows = names.len().div_ceil(4) as f64;
+    let legend_rows = colours.len().div_ceil(4) as f64;
     let height = top + row * tracks.len() as f64 + 30.0 + 18.0 * legend_rows;
     let scale = width / (end - start).max(1e-3);
     let mut out = String::new();
@@ -103,9 +103,9 @@ fn svg(spans: &[Span], title: &str) -> String {
         spans.len(),
         (end - start) / 1000.0
     );
-    for (i, (device, tid)) in tracks.iter().enumerate() {
+    for (&(device, tid), &i) in &tracks {
         let y = top + i as f64 * row;
-        let label = if *tid == 0 {
+        let label = if tid == 0 {
             format!("device {device} kernels")
         } else {
             format!("device {device} port {}", tid - 1)
@@ -119,9 +119,13 @@ fn svg(spans: &[Span], title: &str) -> String {
         );
     }
     for span in spans {
-        let track = tracks.iter().position(|t| *t == span.track).unwrap_or(0);
+        let track = tracks[&span.track];
         let y = top + track as f64 * row;
-        let fill = if span.host_call { colour(&span.name) } else { "#bbbbbb" };
+        let fill = if span.host_call {
+            colours[span.name.as_str()]
+        } else {
+            "#bbbbbb"
+        };
         let _ = writeln!(
             out,
             r#"<rect x="{:.2}" y="{}" width="{:.2}" height="{}" fill="{fill}"><title>{} {:.1} us</title></rect>"#,
@@ -141,14 +145,14 @@ fn svg(spans: &[Span], title: &str) -> String {
         left + width - 40.0,
         (end - start) / 1000.0
     );
-    for (i, name) in names.iter().enumerate() {
+    for (i, (name, colour)) in colours.iter().enumerate() {
         let x = left + (i % 4) as f64 * 220.0;
         let label_y = y + 18.0 + 18.0 * (i / 4) as f64;
         let _ = writeln!(
             out,
             r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/>"#,
             label_y - 10.0,
-            colour(name)
+            colour
         );
         let _ = writeln!(out, r#"<text x="{}" y="{label_y}">{}</text>"#, x + 16.0, escape(name));
     }
