@@ -1,4 +1,5 @@
-//! The layout of `src/rpc` keeps its promises: its modules use each other in one direction only, so
+//! The layout of the library keeps its promises: no import circle between its files or its folders
+//! ([`the_whole_library_has_no_import_circle`]). The layout of `src/rpc` keeps its promises: its modules use each other in one direction only, so
 //! that a reader can follow a host call from the mailbox up to the handler without meeting a module
 //! that leads back, and its folders are layers that only point down ([`RPC_LAYERS`]); and the rest of the crate meets host services through their front door
 //! (`rpc::HostServices` and the handles it speaks in) only. Production code only: a module's tests
@@ -182,12 +183,38 @@ fn children_of(module: &str, files: &BTreeMap<String, PathBuf>) -> BTreeSet<Stri
         .collect()
 }
 
+/// Whether `module` is built for tests only: a test module in a file of its own, or a test double
+/// (feature `test-doubles`).
+fn test_module(module: &str) -> bool {
+    module.ends_with("::tests")
+        || module.ends_with("::simulated")
+        || module.ends_with("::harness")
+        || module.ends_with("::rocr_harness")
+        || module.contains("::suite")
+}
+
 /// Which modules of the `rpc` tree at `root` each one uses (test doubles left out: built for tests
 /// only). A folder's `mod.rs` uses the children it names, re-exports included.
 fn rpc_graph_at(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = BTreeMap::new();
     modules(root, "rpc", &mut files);
-    files.retain(|module, _| !module.ends_with("::simulated"));
+    graph_of(files)
+}
+
+/// Which production modules of the whole library each one uses (the crate root, which only
+/// declares the top-level modules, left out).
+fn crate_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    for folder in ["abi", "backend", "plugin", "rpc", "util"] {
+        modules(&src.join(folder), folder, &mut files);
+    }
+    graph_of(files)
+}
+
+/// The use graph of the production modules among `files`.
+fn graph_of(mut files: BTreeMap<String, PathBuf>) -> BTreeMap<String, BTreeSet<String>> {
+    files.retain(|module, _| !test_module(module));
     let mut graph = BTreeMap::new();
     for (module, file) in &files {
         let code = production_code(&std::fs::read_to_string(file).unwrap());
@@ -418,12 +445,7 @@ fn the_rest_of_the_crate_uses_host_services_through_the_front_door() {
         modules(&src.join(folder), folder, &mut files);
     }
     // Test modules in files of their own, and the backends' test doubles (feature test-doubles).
-    files.retain(|module, _| {
-        !module.ends_with("::tests")
-            && !module.ends_with("::simulated")
-            && !module.ends_with("::harness")
-            && !module.contains("::suite")
-    });
+    files.retain(|module, _| !test_module(module));
     assert!(files.len() > 40, "{:?}", files.keys());
     let reaches = reaches_past_the_front_door(&files);
     assert!(reaches.is_empty(), "{}", reaches.join("\n"));
@@ -438,4 +460,76 @@ fn the_rest_of_the_crate_uses_host_services_through_the_front_door() {
     let reaches = reaches_past_the_front_door(&[("plugin::sample".to_string(), sample.clone())].into());
     let _ = std::fs::remove_file(&sample);
     assert_eq!(reaches.len(), 2, "{reaches:?}");
+}
+
+/// The folder a module lies in: its own for a `mod.rs`, its parent's for a file.
+fn folder_of(module: &str, graph: &BTreeMap<String, BTreeSet<String>>) -> String {
+    let is_folder = graph.keys().any(|m| m.starts_with(&format!("{module}::")));
+    if is_folder {
+        module.to_string()
+    } else {
+        module
+            .rsplit_once("::")
+            .map_or(module, |(parent, _)| parent)
+            .to_string()
+    }
+}
+
+/// The graph of folders: one folder uses another when a file of it uses a file of the other, a
+/// folder's use of its own subfolders left out (it declares them).
+fn folder_graph(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut folders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, uses) in graph {
+        let from_folder = folder_of(from, graph);
+        let entry = folders.entry(from_folder.clone()).or_default();
+        for to in uses {
+            let to_folder = folder_of(to, graph);
+            if to_folder != from_folder && !to_folder.starts_with(&format!("{from_folder}::")) {
+                entry.insert(to_folder);
+            }
+        }
+    }
+    folders
+}
+
+/// No import circle anywhere in the library, file by file or folder by folder.
+#[test]
+fn the_whole_library_has_no_import_circle() {
+    let graph = crate_graph();
+    assert!(graph.len() > 80, "the modules of src: {:?}", graph.keys());
+    let cycles = every_cycle(&graph);
+    assert!(
+        cycles.is_empty(),
+        "import circles between files of src:\n{}",
+        cycles.join("\n")
+    );
+    let folders = folder_graph(&graph);
+    let cycles = every_cycle(&folders);
+    assert!(
+        cycles.is_empty(),
+        "import circles between folders of src:\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// Two folders whose files use each other form a circle even when no two files do; a folder's use
+/// of its own subfolder does not count.
+#[test]
+fn a_circle_between_folders_is_found_without_one_between_files() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["a::x", "a::inner"]),
+        ("a::x", vec!["b::y"]),
+        ("a::inner", vec![]),
+        ("a::inner::deep", vec!["a::x"]),
+        ("b", vec![]),
+        ("b::y", vec![]),
+        ("b::z", vec!["a::w"]),
+        ("a::w", vec![]),
+    ]
+    .into_iter()
+    .map(|(from, to)| (from.to_string(), to.into_iter().map(String::from).collect()))
+    .collect();
+    assert!(every_cycle(&graph).is_empty());
+    let folders = folder_graph(&graph);
+    assert_eq!(every_cycle(&folders), vec!["a -> b -> a".to_string()], "{folders:?}");
 }

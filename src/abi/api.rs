@@ -1,4 +1,5 @@
-//! The omprpc C API for host programs (`include/omprpc.h`, generated from this file by cbindgen).
+//! The omprpc C API for host programs (`include/omprpc.h`, generated from this file and the handler's
+//! types in [`super::port`] by cbindgen).
 //! Everything a program may call besides the libomptarget plugin interface lives here.
 //!
 //! The plugin is loaded by libomptarget at run time rather than linked, so programs look these
@@ -7,6 +8,7 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use super::guard;
+use super::port::omprpc_handler;
 use crate::util::error::Error;
 
 /// The omprpc version as a static NUL-terminated string, e.g. "0.1.0".
@@ -20,42 +22,6 @@ pub extern "C" fn omprpc_version() -> *const c_char {
     };
     VERSION.as_ptr()
 }
-
-/// One lane's 64-byte packet.
-#[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct omprpc_packet {
-    /// The packet's eight words.
-    pub data: [u64; 8],
-}
-
-/// A port being served, as a handler receives it; valid only during the handler's call. The handler
-/// moves data with the operations it carries (the `omprpc_port_*` wrappers below call them), so that
-/// the program needs no link to the plugin: it receives the device's call once (`recv`, or `recv_n`
-/// for `omprpc_call_bytes`) and replies once (`send` or `send_n`). Any other step is refused with an
-/// error, and a handler that returns without replying gets an empty reply sent for it.
-#[allow(non_camel_case_types)]
-#[repr(C)]
-pub struct omprpc_port {
-    /// The server's port; not for the handler's use.
-    pub handle: *mut c_void,
-    /// Lanes of the port's device (1 on the host device): the length of the arrays `recv_n` and
-    /// `send_n` take, and the most packets `recv` and `send` move.
-    pub lanes: u32,
-    /// Receives one packet from each active lane, in lane order; returns how many.
-    pub recv: Option<unsafe extern "C" fn(port: *mut omprpc_port, packets: *mut omprpc_packet) -> u32>,
-    /// Sends one packet to each active lane, in lane order; returns how many.
-    pub send: Option<unsafe extern "C" fn(port: *mut omprpc_port, packets: *const omprpc_packet) -> u32>,
-    /// Receives a byte string per lane: `data[lane]` from `malloc` (free it), `sizes[lane]` its size.
-    pub recv_n: Option<unsafe extern "C" fn(port: *mut omprpc_port, data: *mut *mut c_void, sizes: *mut u64)>,
-    /// Sends `sizes[lane]` bytes from `data[lane]` to each lane.
-    pub send_n: Option<unsafe extern "C" fn(port: *mut omprpc_port, data: *const *const c_void, sizes: *const u64)>,
-}
-
-/// A host handler for a user opcode.
-#[allow(non_camel_case_types)]
-pub type omprpc_handler = Option<unsafe extern "C" fn(port: *mut omprpc_port, user_data: *mut c_void)>;
 
 /// Registers `handler` for user opcode `opcode` (0x8000-0xffff) on every device, before or after
 /// the devices start; a later registration of the same opcode replaces it. Calls of one opcode reach

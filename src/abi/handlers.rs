@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use super::api::omprpc_port;
+use super::port::omprpc_port;
 use crate::util::error::{Error, Result};
 
 /// A handler as C registers it: called with the port being served and the user's data pointer.
@@ -29,7 +29,7 @@ impl CHandler {
 #[cfg(feature = "rpc")]
 mod adapter {
     use super::*;
-    use crate::abi::api::omprpc_packet;
+    use crate::abi::port::omprpc_packet;
     use crate::abi::{guard, non_null};
     use crate::rpc::{Packet, Port, UserHandler};
 

@@ -8,6 +8,7 @@ pub mod exports;
 pub mod handlers;
 pub mod image_descriptors;
 pub mod interop;
+pub mod port;
 pub mod types;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

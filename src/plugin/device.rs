@@ -10,7 +10,7 @@ use super::memory_manager::MemoryManager;
 use super::pinned::PinnedRanges;
 use super::pool::{Item, Pool, Pooled};
 use crate::backend::{AllocKind, Backend, DeviceLimits, ExecMode};
-use crate::rpc::{HostServices, TracedKernel};
+use crate::rpc::{HostServices, ImageServer, TracedKernel};
 use crate::util::address_map::AddressMap;
 use crate::util::error::{Error, Result};
 use crate::util::sync::read;
@@ -159,8 +159,8 @@ pub struct LoadedImage<B: Backend> {
     pub kernels: Vec<&'static KernelRecord<B>>,
     /// The backend's module.
     pub module: B::Module,
-    /// Its host services (its own RPC server), if it asked for them.
-    pub services: super::rpc_link::ImageServices,
+    /// Its host services (a server of its own), if it asked for them.
+    pub server: Option<ImageServer>,
 }
 
 /// What the core remembers of an allocation.

@@ -4,15 +4,16 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
+use super::api::{HostEntry, LoadedEntries, PluginApi, QueueField};
 use super::device::{Allocation, Device, DeviceState, EventSlot, LoadedImage, QueueSlot};
 use super::image_loading::{self, DeviceEnvironment};
 use super::launch::{self, LaunchRequest};
 use super::memory_manager::MemoryManager;
 use super::pinned::Unlock;
 use super::pool::{Item, Pooled};
-use super::{rpc_link, HostEntry, LoadedEntries, PluginApi, QueueField};
+use super::rpc_link::{self, CoreAccess};
 use crate::backend::{AllocKind, Backend, NativeDevice};
-use crate::rpc::HostServices;
+use crate::rpc::{HostServices, ImageServer};
 use crate::util::config::Config;
 use crate::util::elf;
 use crate::util::error::{Context, Error, Result};
@@ -214,41 +215,6 @@ impl<B: Backend> Core<B> {
         Ok(())
     }
 
-    /// Copies host bytes to the device and waits, for the core's own writes (device environment, RPC
-    /// client).
-    pub(super) fn write_device(&self, device: &Device<B>, dst: *mut c_void, bytes: &[u8]) -> Result<()> {
-        self.with_queue(device, QueueSource::Local, |slot| {
-            // SAFETY: `dst` is a device address of at least `bytes.len()` bytes (the caller's symbol),
-            // and `bytes` outlives the local queue, which is waited for before this returns.
-            unsafe {
-                self.backend
-                    .copy_to_device(device.index, dst, bytes.as_ptr().cast(), bytes.len(), &slot.queue)
-            }
-        })
-    }
-
-    /// Copies device bytes to the host and waits, for the core's own reads (the RPC client pointer).
-    pub(super) fn read_device(&self, device: &Device<B>, dst: &mut [u8], src: *mut c_void) -> Result<()> {
-        self.with_queue(device, QueueSource::Local, |slot| {
-            // SAFETY: `src` is a device address of at least `dst.len()` bytes (the caller's symbol),
-            // and `dst` outlives the local queue, which is waited for before this returns.
-            unsafe {
-                self.backend
-                    .copy_to_host(device.index, dst.as_mut_ptr().cast(), src, dst.len(), &slot.queue)
-            }
-        })
-    }
-
-    /// The backend, for the RPC wiring.
-    pub(super) fn backend(&self) -> &'static B {
-        self.backend
-    }
-
-    /// The settings.
-    pub(super) fn config(&self) -> &Config {
-        &self.config
-    }
-
     fn load(
         &self,
         device: &Device<B>,
@@ -296,7 +262,7 @@ impl<B: Backend> Core<B> {
             addresses: resolved.addresses,
             kernels: resolved.kernels,
             module,
-            services,
+            server: services,
         });
         Ok(LoadedEntries {
             addresses,
@@ -313,13 +279,13 @@ impl<B: Backend> Core<B> {
         elf_image: Option<&elf::Image>,
         entries: &[HostEntry],
         limits: &crate::backend::DeviceLimits,
-    ) -> Result<(image_loading::Resolved<B>, rpc_link::ImageServices)> {
+    ) -> Result<(image_loading::Resolved<B>, Option<ImageServer>)> {
         match image_loading::device_environment_target(self.backend, device.index, module)
             .context(|| "looking up the device environment")?
         {
             Some(Ok(addr)) => {
                 let env = DeviceEnvironment::new(&self.config, self.devices.len(), device.index);
-                self.write_device(device, addr, &env.to_bytes())
+                self.write_device(device, addr as usize, &env.to_bytes())
                     .context(|| "writing the device environment")?;
             }
             Some(Err(size)) => log::device_info(
@@ -371,7 +337,7 @@ impl<B: Backend> Core<B> {
         for (entry, &address) in entries.iter().zip(addresses).filter(|(e, _)| e.size > 0) {
             let what = || format!("the host's value of global '{}'", entry.name.to_string_lossy());
             let bytes = crate::util::foreign_memory::read_bytes(&what(), entry.host_addr, entry.size)?;
-            self.write_device(device, address as *mut c_void, &bytes)
+            self.write_device(device, address, &bytes)
                 .context(|| format!("writing {} (unified shared memory)", what()))?;
         }
         Ok(())
@@ -387,7 +353,7 @@ impl<B: Backend> Core<B> {
                 kernels.remove(&(kernel as *const _ as usize));
             }
         }
-        let detached = rpc_link::detach(device, image.services);
+        let detached = rpc_link::detach(device, image.server);
         let unloaded = self.backend.unload_module(device.index, image.module);
         detached.and(unloaded)
     }
@@ -858,5 +824,53 @@ impl<B: Backend> PluginApi for Core<B> {
         let mut lines = self.backend.describe_device(device.index);
         lines.push(("Images loaded", lock(&device.images).len().to_string()));
         Ok(lines)
+    }
+}
+
+/// The RPC wiring's view of the core: its backend, its settings and its own waited-for copies.
+impl<B: Backend> CoreAccess<B> for Core<B> {
+    /// Copies host bytes to the device and waits, for the core's own writes (device environment, RPC
+    /// client).
+    fn write_device(&self, device: &Device<B>, at: usize, bytes: &[u8]) -> Result<()> {
+        self.with_queue(device, QueueSource::Local, |slot| {
+            // SAFETY: `at` is a device address of at least `bytes.len()` bytes (the caller's symbol),
+            // and `bytes` outlives the local queue, which is waited for before this returns.
+            unsafe {
+                self.backend.copy_to_device(
+                    device.index,
+                    at as *mut c_void,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    &slot.queue,
+                )
+            }
+        })
+    }
+
+    /// Copies device bytes to the host and waits, for the core's own reads (the RPC client pointer).
+    fn read_device(&self, device: &Device<B>, dst: &mut [u8], at: usize) -> Result<()> {
+        self.with_queue(device, QueueSource::Local, |slot| {
+            // SAFETY: `at` is a device address of at least `dst.len()` bytes (the caller's symbol),
+            // and `dst` outlives the local queue, which is waited for before this returns.
+            unsafe {
+                self.backend.copy_to_host(
+                    device.index,
+                    dst.as_mut_ptr().cast(),
+                    at as *mut c_void,
+                    dst.len(),
+                    &slot.queue,
+                )
+            }
+        })
+    }
+
+    /// The backend, for the RPC wiring.
+    fn backend(&self) -> &'static B {
+        self.backend
+    }
+
+    /// The settings.
+    fn config(&self) -> &Config {
+        &self.config
     }
 }

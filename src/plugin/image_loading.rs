@@ -5,9 +5,9 @@
 
 use std::ffi::{c_void, CString};
 
+use super::api::HostEntry;
 use super::device::KernelRecord;
 use super::launch::KernelLimits;
-use super::HostEntry;
 use crate::backend::{Backend, DeviceLimits, ExecMode};
 use crate::util::config::Config;
 use crate::util::elf;

@@ -34,6 +34,7 @@ use super::device::Device;
 use crate::backend::AllocKind;
 use crate::backend::Backend;
 use crate::rpc::{DeviceHeap, HostServices, ImageServer};
+use crate::util::config::Config;
 use crate::util::elf;
 use crate::util::error::Result;
 
@@ -84,16 +85,23 @@ impl<B: Backend> crate::rpc::DeviceMemory for BackendMemory<B> {
     }
 }
 
-/// The host services of one loaded image: its server, when the image asked for one.
-#[derive(Default)]
-pub struct ImageServices {
-    server: Option<ImageServer>,
+/// What the wiring needs of the core, so that it does not name the core (which calls it): the
+/// backend, the settings, and copies to and from a device that wait.
+pub trait CoreAccess<B: Backend> {
+    /// The backend.
+    fn backend(&self) -> &'static B;
+    /// The settings.
+    fn config(&self) -> &Config;
+    /// Copies host bytes to the device's address `at` and waits.
+    fn write_device(&self, device: &Device<B>, at: usize, bytes: &[u8]) -> Result<()>;
+    /// Copies the device's bytes at `at` to `dst` and waits.
+    fn read_device(&self, device: &Device<B>, dst: &mut [u8], at: usize) -> Result<()>;
 }
 
 /// Takes an image's server out of service and shuts it down; the device stops counting the image
 /// among those whose kernels may call the host.
-pub fn detach<B: Backend>(device: &Device<B>, services: ImageServices) -> Result<()> {
-    let Some(server) = services.server else {
+pub fn detach<B: Backend>(device: &Device<B>, server: Option<ImageServer>) -> Result<()> {
+    let Some(server) = server else {
         return Ok(());
     };
     device.rpc_images.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
@@ -104,7 +112,7 @@ pub fn detach<B: Backend>(device: &Device<B>, services: ImageServices) -> Result
 pub fn servers_of<B: Backend>(device: &Device<B>) -> Vec<ImageServer> {
     crate::util::sync::lock(&device.images)
         .iter()
-        .filter_map(|image| image.services.server.clone())
+        .filter_map(|image| image.server.clone())
         .collect()
 }
 
@@ -136,7 +144,7 @@ pub fn retire_servers_of_lost_device<B: Backend>(device: &Device<B>, error: &cra
 /// `N` bytes (`what` it holds, for the message when its size differs), `None` when it does not define
 /// it.
 fn optional_global<B: Backend, const N: usize>(
-    core: &super::generic::Core<B>,
+    core: &impl CoreAccess<B>,
     device: &Device<B>,
     module: &B::Module,
     name: &std::ffi::CStr,
@@ -156,7 +164,7 @@ fn optional_global<B: Backend, const N: usize>(
         )));
     }
     let mut bytes = [0u8; N];
-    core.read_device(device, &mut bytes, symbol.addr)
+    core.read_device(device, &mut bytes, symbol.addr as usize)
         .context(|| format!("reading {shown}"))?;
     Ok(Some((symbol.addr as usize, bytes)))
 }
@@ -165,7 +173,7 @@ fn optional_global<B: Backend, const N: usize>(
 /// of the image that holds `client_size` bytes. Returns `None` when the image does not ask for host
 /// services.
 fn client_object<B: Backend>(
-    core: &super::generic::Core<B>,
+    core: &impl CoreAccess<B>,
     device: &Device<B>,
     module: &B::Module,
     elf_image: Option<&elf::Image>,
@@ -208,11 +216,7 @@ fn client_object<B: Backend>(
 }
 
 /// The lane count the image's code was built for, when it says ([`LANES_SYMBOL`]).
-fn image_lanes<B: Backend>(
-    core: &super::generic::Core<B>,
-    device: &Device<B>,
-    module: &B::Module,
-) -> Result<Option<u32>> {
+fn image_lanes<B: Backend>(core: &impl CoreAccess<B>, device: &Device<B>, module: &B::Module) -> Result<Option<u32>> {
     let lanes = optional_global::<B, 4>(core, device, module, LANES_SYMBOL, "a lane count")?;
     Ok(lanes.map(|(_, bytes)| u32::from_le_bytes(bytes)))
 }
@@ -223,11 +227,11 @@ fn image_lanes<B: Backend>(
 /// for a lane count no server can serve is loaded without host services, and says so: its calls fail
 /// as with no server, instead of corrupting the mailbox.
 pub fn attach<B: Backend>(
-    core: &super::generic::Core<B>,
+    core: &impl CoreAccess<B>,
     device: &Device<B>,
     module: &B::Module,
     elf_image: Option<&elf::Image>,
-) -> Result<ImageServices> {
+) -> Result<Option<ImageServer>> {
     use crate::util::error::Context;
     use crate::util::log;
 
@@ -242,10 +246,10 @@ pub fn attach<B: Backend>(
                 "the image asks for host services, but this omprpc was built without them (feature `rpc`)",
             );
         }
-        return Ok(ImageServices::default());
+        return Ok(None);
     }
     let Some(target) = client_object(core, device, module, elf_image, HostServices::client_size())? else {
-        return Ok(ImageServices::default());
+        return Ok(None);
     };
     if let Some(reason) = core.backend().host_services_unavailable(device.index) {
         log::error(format_args!(
@@ -253,7 +257,7 @@ pub fn attach<B: Backend>(
              server",
             device.index
         ));
-        return Ok(ImageServices::default());
+        return Ok(None);
     }
     let limits = *device.limits()?;
     let lanes = match image_lanes(core, device, module)? {
@@ -264,7 +268,7 @@ pub fn attach<B: Backend>(
                  server serves (1, 32 or 64); its host calls will fail as with no server",
                 device.index
             ));
-            return Ok(ImageServices::default());
+            return Ok(None);
         }
         None => limits.lane_size,
     };
@@ -274,7 +278,7 @@ pub fn attach<B: Backend>(
     let server = HostServices::open_server(device.index, ports, lanes, memory, &heap)
         .context(|| format!("starting host services for device {}", device.index))?;
     let published = core
-        .write_device(device, target as *mut c_void, &server.client_bytes())
+        .write_device(device, target, &server.client_bytes())
         .context(|| format!("writing the RPC client of device {}", device.index))
         .and_then(|()| connect_doorbell(core, device, module, &server))
         .and_then(|()| server.put_in_service());
@@ -296,14 +300,14 @@ pub fn attach<B: Backend>(
             server.lane_size()
         ),
     );
-    Ok(ImageServices { server: Some(server) })
+    Ok(Some(server))
 }
 
 /// Tells the image's code what to ring after writing a request, when it asks ([`DOORBELL_SYMBOL`]) and
 /// the device can wake the host; the server is then marked as rung, so that the serving threads sleep
 /// until it rings instead of looking on a backoff.
 fn connect_doorbell<B: Backend>(
-    core: &super::generic::Core<B>,
+    core: &impl CoreAccess<B>,
     device: &Device<B>,
     module: &B::Module,
     server: &ImageServer,
@@ -316,7 +320,7 @@ fn connect_doorbell<B: Backend>(
     let Some(ring) = core.backend().device_doorbell(device.index, HostServices::doorbell())? else {
         return Ok(());
     };
-    core.write_device(device, at as *mut c_void, &ring.to_le_bytes())
+    core.write_device(device, at, &ring.to_le_bytes())
         .context(|| format!("writing the doorbell of device {}", device.index))?;
     server.rings_doorbell();
     Ok(())
@@ -328,7 +332,7 @@ fn connect_doorbell<B: Backend>(
 /// times the 8 MiB that CUDA gives a kernel's own `malloc` by default, and at most 1/16 of a small
 /// GPU's memory (0.3% of an 80 GB one), reserved once per device.
 fn device_heap<B: Backend>(
-    core: &super::generic::Core<B>,
+    core: &impl CoreAccess<B>,
     device: &Device<B>,
     memory: &Arc<dyn crate::rpc::DeviceMemory>,
     limits: &crate::backend::DeviceLimits,

@@ -9,7 +9,6 @@ use super::doorbell::DeviceDoorbell;
 use super::memory::HostBuffers;
 use super::queue::{AqlQueue, Health, SignalPool};
 use super::runtime::{Api, PoolSummary};
-use super::stream::Leftovers;
 use super::sys::{agent_info, pool_global_flag, segment, HsaAgent, HsaMemoryPool};
 use crate::util::config::AmdgpuSettings;
 use crate::util::error::{Error, Result};
@@ -175,6 +174,15 @@ impl AgentFacts {
     }
 }
 
+/// What a stream still held when its device failed, kept by the device and released with it. A
+/// stream hands it over; the device only asks it to settle, without knowing what a stream holds.
+pub trait Leftover: Send {
+    /// Releases what nothing uses any more, once the device's queues are destroyed (no kernel or
+    /// barrier runs), waiting until `deadline` for copies; returns how many things were left alone
+    /// for good (a leak, not a use-after-free) and the first error.
+    fn settle(self: Box<Self>, ready: &Ready, api: Api, deadline: std::time::Instant) -> (usize, Result<()>);
+}
+
 /// What an initialised device holds.
 pub struct Ready {
     /// The HSA queues its streams share, handed out round robin.
@@ -196,7 +204,7 @@ pub struct AmdDevice {
     /// Its queues and pools while initialised.
     ready: Mutex<Option<Arc<Ready>>>,
     /// What streams held when the device failed, released with the device.
-    pub leftovers: Mutex<Vec<Leftovers>>,
+    pub leftovers: Mutex<Vec<Box<dyn Leftover>>>,
     next_queue: AtomicUsize,
     /// The signal device code rings after a host call's request, made by the first image with host
     /// services, released with the device.

@@ -13,7 +13,7 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-use super::device::{AmdDevice, Ready};
+use super::device::{AmdDevice, Leftover, Ready};
 use super::memory::{DirectRanges, HostBuffer};
 use super::queue::{AqlQueue, Dispatch, PooledSignal, Signal};
 use super::runtime::Api;
@@ -113,13 +113,11 @@ pub struct Leftovers {
     kept: Vec<Kept>,
 }
 
-impl Leftovers {
-    /// Releases what nothing uses any more, after the device's queues were destroyed (so no kernel
-    /// or barrier runs): what a copy or its handler holds once its signal is 0, waiting until
-    /// `deadline` for the copy engine; kernel arguments at once; the stream's signals once none of its
-    /// copies is still pending (a pending copy may wait on one). What is still in use then is left alone for
-    /// good (a leak, not a use-after-free); returns how many things that was.
-    pub fn settle(self, ready: &Ready, api: Api, deadline: std::time::Instant) -> (usize, Result<()>) {
+impl Leftover for Leftovers {
+    /// What a copy or its handler holds is released once its signal is 0, waiting until `deadline`
+    /// for the copy engine; kernel arguments at once; the stream's signals once none of its copies is
+    /// still pending (a pending copy may wait on one).
+    fn settle(self: Box<Self>, ready: &Ready, api: Api, deadline: std::time::Instant) -> (usize, Result<()>) {
         let copying = |k: &Kept| matches!(k.held, Held::Staging(_) | Held::HostCopy(_) | Held::Pinned(_));
         while self.kept.iter().any(|k| copying(k) && !k.is_free(true)) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
@@ -596,7 +594,7 @@ impl AmdStream {
         let kept = Kept::new(Held::Pinned(host as usize), Some(&signal));
         if waited.is_err() {
             // The device failed; the copy engine may still be at work on the range.
-            lock(&device.leftovers).push(Leftovers { kept: vec![kept] });
+            lock(&device.leftovers).push(Box::new(Leftovers { kept: vec![kept] }));
             return waited;
         }
         kept.release(&self.ready, api)
@@ -692,7 +690,7 @@ impl AmdStream {
             kept.push(Kept::new(Held::Signal, Some(&last)));
         }
         if !kept.is_empty() {
-            lock(&device.leftovers).push(Leftovers { kept });
+            lock(&device.leftovers).push(Box::new(Leftovers { kept }));
         }
     }
 
