@@ -152,7 +152,7 @@ impl AmdgpuBackend {
             config.hsa_library.as_deref(),
             &RUNTIME_NAMES,
             "HSA runtime",
-            sys::resolve,
+            sys::Functions::resolve,
         )?;
         AmdgpuBackend::with_runtime(Api::new(runtime), config)
     }

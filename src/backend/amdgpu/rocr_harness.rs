@@ -129,7 +129,7 @@ fn open_rocr() -> Rocr {
         open(dependency, libc::RTLD_NOW | libc::RTLD_GLOBAL);
     }
     let runtime = open("libhsa-runtime64.so.1", libc::RTLD_NOW);
-    let real = sys::resolve(runtime).unwrap_or_else(|missing| panic!("the HSA runtime lacks {missing}"));
+    let real = sys::Functions::resolve(runtime).unwrap_or_else(|missing| panic!("the HSA runtime lacks {missing}"));
     let thunk = open("libhsakmt.so.1", libc::RTLD_NOW);
     /// A hook of the fake driver, as the function type of its declaration in fake_kfd.h.
     fn hook<T: Copy>(thunk: &libloading::os::unix::Library, name: &[u8]) -> T {

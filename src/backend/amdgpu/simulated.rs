@@ -410,75 +410,6 @@ fn handle() -> u64 {
     NEXT_HANDLE.fetch_add(0x40, Ordering::Relaxed)
 }
 
-/// Every entry point of [`Functions`], for [`fail_next`]'s check.
-const CALLS: [&str; 51] = [
-    "hsa_init",
-    "hsa_shut_down",
-    "hsa_status_string",
-    "hsa_system_get_info",
-    "hsa_iterate_agents",
-    "hsa_agent_get_info",
-    "hsa_agent_iterate_isas",
-    "hsa_isa_get_info_alt",
-    "hsa_amd_register_system_event_handler",
-    "hsa_amd_agent_iterate_memory_pools",
-    "hsa_amd_memory_pool_get_info",
-    "hsa_amd_agent_memory_pool_get_info",
-    "hsa_amd_memory_pool_allocate",
-    "hsa_amd_memory_pool_free",
-    "hsa_amd_agents_allow_access",
-    "hsa_amd_memory_lock",
-    "hsa_amd_memory_unlock",
-    "hsa_amd_memory_async_copy",
-    "hsa_amd_memory_fill",
-    "hsa_amd_pointer_info",
-    "hsa_memory_copy",
-    "hsa_signal_create",
-    "hsa_amd_signal_create",
-    "hsa_signal_destroy",
-    "hsa_signal_load_scacquire",
-    "hsa_signal_load_relaxed",
-    "hsa_signal_store_relaxed",
-    "hsa_signal_store_screlease",
-    "hsa_signal_subtract_screlease",
-    "hsa_signal_wait_scacquire",
-    "hsa_amd_signal_async_handler",
-    "hsa_queue_create",
-    "hsa_queue_destroy",
-    "hsa_queue_load_read_index_scacquire",
-    "hsa_queue_load_write_index_relaxed",
-    "hsa_queue_store_write_index_relaxed",
-    "hsa_queue_add_write_index_relaxed",
-    "hsa_code_object_deserialize",
-    "hsa_code_object_destroy",
-    "hsa_code_object_reader_create_from_memory",
-    "hsa_code_object_reader_destroy",
-    "hsa_executable_create",
-    "hsa_executable_create_alt",
-    "hsa_executable_destroy",
-    "hsa_executable_load_code_object",
-    "hsa_executable_load_agent_code_object",
-    "hsa_executable_freeze",
-    "hsa_executable_validate",
-    "hsa_executable_get_symbol_by_name",
-    "hsa_executable_symbol_get_info",
-    "hsa_executable_iterate_symbols",
-];
-
-/// The entry points that return no status (signal and queue index accessors): they cannot fail.
-const NO_STATUS: [&str; 10] = [
-    "hsa_signal_load_scacquire",
-    "hsa_signal_load_relaxed",
-    "hsa_signal_store_relaxed",
-    "hsa_signal_store_screlease",
-    "hsa_signal_subtract_screlease",
-    "hsa_signal_wait_scacquire",
-    "hsa_queue_load_read_index_scacquire",
-    "hsa_queue_load_write_index_relaxed",
-    "hsa_queue_store_write_index_relaxed",
-    "hsa_queue_add_write_index_relaxed",
-];
-
 impl World {
     fn new(gpus: &[SimAgent], init_status: HsaStatus) -> World {
         let mut world = World {
@@ -657,8 +588,12 @@ pub fn reset(gpus: &[SimAgent], init_status: HsaStatus) {
 /// The next call of `call` fails with `status` (once). Panics for a name that is not an entry point or
 /// one that returns no status.
 pub fn fail_next(call: &'static str, status: HsaStatus) {
-    assert!(CALLS.contains(&call), "{call} is not an entry point of sys::Functions");
-    assert!(!NO_STATUS.contains(&call), "{call} returns no status and cannot fail");
+    let returns = Functions::RETURNS
+        .iter()
+        .find(|(name, _)| *name == call)
+        .map(|(_, returns)| *returns);
+    assert!(returns.is_some(), "{call} is not an entry point of sys::Functions");
+    assert_eq!(returns, Some("HsaStatus"), "{call} returns no status and cannot fail");
     with(|w| w.record.arm(call, status));
 }
 
@@ -2452,59 +2387,7 @@ pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         Box::leak(Box::new(Runtime {
             library: "simulated libhsa-runtime64".into(),
-            functions: Functions {
-                hsa_init,
-                hsa_shut_down,
-                hsa_status_string,
-                hsa_system_get_info,
-                hsa_iterate_agents,
-                hsa_agent_get_info,
-                hsa_agent_iterate_isas,
-                hsa_isa_get_info_alt,
-                hsa_amd_register_system_event_handler,
-                hsa_amd_agent_iterate_memory_pools,
-                hsa_amd_memory_pool_get_info,
-                hsa_amd_agent_memory_pool_get_info,
-                hsa_amd_memory_pool_allocate,
-                hsa_amd_memory_pool_free,
-                hsa_amd_agents_allow_access,
-                hsa_amd_memory_lock,
-                hsa_amd_memory_unlock,
-                hsa_amd_memory_async_copy,
-                hsa_amd_memory_fill,
-                hsa_amd_pointer_info,
-                hsa_memory_copy,
-                hsa_signal_create,
-                hsa_amd_signal_create,
-                hsa_signal_destroy,
-                hsa_signal_load_scacquire,
-                hsa_signal_load_relaxed,
-                hsa_signal_store_relaxed,
-                hsa_signal_store_screlease,
-                hsa_signal_subtract_screlease,
-                hsa_signal_wait_scacquire,
-                hsa_amd_signal_async_handler,
-                hsa_queue_create,
-                hsa_queue_destroy,
-                hsa_queue_load_read_index_scacquire,
-                hsa_queue_load_write_index_relaxed,
-                hsa_queue_store_write_index_relaxed,
-                hsa_queue_add_write_index_relaxed,
-                hsa_code_object_deserialize,
-                hsa_code_object_destroy,
-                hsa_code_object_reader_create_from_memory,
-                hsa_code_object_reader_destroy,
-                hsa_executable_create,
-                hsa_executable_create_alt,
-                hsa_executable_destroy,
-                hsa_executable_load_code_object,
-                hsa_executable_load_agent_code_object,
-                hsa_executable_freeze,
-                hsa_executable_validate,
-                hsa_executable_get_symbol_by_name,
-                hsa_executable_symbol_get_info,
-                hsa_executable_iterate_symbols,
-            },
+            functions: sys::hsa_functions_in_scope!(),
         }))
     })
 }

@@ -10,7 +10,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use crate::backend::gpu::library::resolve_table;
+use crate::backend::gpu::library::entry_points;
 
 /// `hsa_status_t`: what every entry point returns. A C enum with only non-negative values, so
 /// `unsigned int` in the ABI.
@@ -731,51 +731,58 @@ pub mod pointer_type {
     pub const IPC: u32 = 4;
 }
 
-/// The runtime's entry points the plugin uses, with the C signatures of ROCm 5.2.3's `hsa.h` and
-/// `hsa_ext_amd.h`: every entry point LLVM 16's AMDGPU plugin resolves, the two memory pool queries,
-/// the code object reader path that replaces the deprecated `hsa_code_object_*` loader, and the
-/// relaxed signal and write-index accessors.
-#[derive(Clone, Copy)]
-#[allow(missing_docs)]
-pub struct Functions {
+entry_points! {
+    /// The runtime's entry points the plugin uses, with the C signatures of ROCm 5.2.3's `hsa.h` and
+    /// `hsa_ext_amd.h`: every entry point LLVM 16's AMDGPU plugin resolves, the two memory pool queries,
+    /// the code object reader path that replaces the deprecated `hsa_code_object_*` loader, and the
+    /// relaxed signal and write-index accessors.
+    pub struct Functions, from the scope by hsa_functions_in_scope;
     // Runtime and agents.
-    pub hsa_init: unsafe extern "C" fn() -> HsaStatus,
-    pub hsa_shut_down: unsafe extern "C" fn() -> HsaStatus,
-    pub hsa_status_string: unsafe extern "C" fn(status: HsaStatus, text: *mut *const c_char) -> HsaStatus,
-    pub hsa_system_get_info: unsafe extern "C" fn(attribute: u32, value: *mut c_void) -> HsaStatus,
-    pub hsa_iterate_agents: unsafe extern "C" fn(callback: AgentCallback, data: *mut c_void) -> HsaStatus,
-    pub hsa_agent_get_info: unsafe extern "C" fn(agent: HsaAgent, attribute: u32, value: *mut c_void) -> HsaStatus,
-    pub hsa_agent_iterate_isas:
-        unsafe extern "C" fn(agent: HsaAgent, callback: IsaCallback, data: *mut c_void) -> HsaStatus,
-    pub hsa_isa_get_info_alt: unsafe extern "C" fn(isa: HsaIsa, attribute: u32, value: *mut c_void) -> HsaStatus,
-    pub hsa_amd_register_system_event_handler:
-        unsafe extern "C" fn(callback: SystemEventCallback, data: *mut c_void) -> HsaStatus,
+    hsa_init: fn() -> HsaStatus;
+    hsa_shut_down: fn() -> HsaStatus;
+    hsa_status_string: fn(status: HsaStatus, text: *mut *const c_char) -> HsaStatus;
+    hsa_system_get_info: fn(attribute: u32, value: *mut c_void) -> HsaStatus;
+    hsa_iterate_agents: fn(callback: AgentCallback, data: *mut c_void) -> HsaStatus;
+    hsa_agent_get_info: fn(agent: HsaAgent, attribute: u32, value: *mut c_void) -> HsaStatus;
+    hsa_agent_iterate_isas: fn(agent: HsaAgent, callback: IsaCallback, data: *mut c_void) -> HsaStatus;
+    hsa_isa_get_info_alt: fn(isa: HsaIsa, attribute: u32, value: *mut c_void) -> HsaStatus;
+    hsa_amd_register_system_event_handler: fn(callback: SystemEventCallback, data: *mut c_void) -> HsaStatus;
 
     // Memory.
-    pub hsa_amd_agent_iterate_memory_pools:
-        unsafe extern "C" fn(agent: HsaAgent, callback: MemoryPoolCallback, data: *mut c_void) -> HsaStatus,
-    pub hsa_amd_memory_pool_get_info:
-        unsafe extern "C" fn(pool: HsaMemoryPool, attribute: u32, value: *mut c_void) -> HsaStatus,
-    pub hsa_amd_agent_memory_pool_get_info:
-        unsafe extern "C" fn(agent: HsaAgent, pool: HsaMemoryPool, attribute: u32, value: *mut c_void) -> HsaStatus,
-    pub hsa_amd_memory_pool_allocate:
-        unsafe extern "C" fn(pool: HsaMemoryPool, size: usize, flags: u32, ptr: *mut *mut c_void) -> HsaStatus,
-    pub hsa_amd_memory_pool_free: unsafe extern "C" fn(ptr: *mut c_void) -> HsaStatus,
-    pub hsa_amd_agents_allow_access: unsafe extern "C" fn(
+    hsa_amd_agent_iterate_memory_pools: fn(
+        agent: HsaAgent,
+        callback: MemoryPoolCallback,
+        data: *mut c_void,
+    ) -> HsaStatus;
+    hsa_amd_memory_pool_get_info: fn(pool: HsaMemoryPool, attribute: u32, value: *mut c_void) -> HsaStatus;
+    hsa_amd_agent_memory_pool_get_info: fn(
+        agent: HsaAgent,
+        pool: HsaMemoryPool,
+        attribute: u32,
+        value: *mut c_void,
+    ) -> HsaStatus;
+    hsa_amd_memory_pool_allocate: fn(
+        pool: HsaMemoryPool,
+        size: usize,
+        flags: u32,
+        ptr: *mut *mut c_void,
+    ) -> HsaStatus;
+    hsa_amd_memory_pool_free: fn(ptr: *mut c_void) -> HsaStatus;
+    hsa_amd_agents_allow_access: fn(
         num_agents: u32,
         agents: *const HsaAgent,
         flags: *const u32,
         ptr: *const c_void,
-    ) -> HsaStatus,
-    pub hsa_amd_memory_lock: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_amd_memory_lock: fn(
         host_ptr: *mut c_void,
         size: usize,
         agents: *mut HsaAgent,
         num_agent: c_int,
         agent_ptr: *mut *mut c_void,
-    ) -> HsaStatus,
-    pub hsa_amd_memory_unlock: unsafe extern "C" fn(host_ptr: *mut c_void) -> HsaStatus,
-    pub hsa_amd_memory_async_copy: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_amd_memory_unlock: fn(host_ptr: *mut c_void) -> HsaStatus;
+    hsa_amd_memory_async_copy: fn(
         dst: *mut c_void,
         dst_agent: HsaAgent,
         src: *const c_void,
@@ -784,54 +791,54 @@ pub struct Functions {
         num_dep_signals: u32,
         dep_signals: *const HsaSignal,
         completion_signal: HsaSignal,
-    ) -> HsaStatus,
-    pub hsa_amd_memory_fill: unsafe extern "C" fn(ptr: *mut c_void, value: u32, count: usize) -> HsaStatus,
-    pub hsa_amd_pointer_info: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_amd_memory_fill: fn(ptr: *mut c_void, value: u32, count: usize) -> HsaStatus;
+    hsa_amd_pointer_info: fn(
         ptr: *const c_void,
         info: *mut PointerInfo,
         alloc: Option<PointerInfoAlloc>,
         num_agents_accessible: *mut u32,
         accessible: *mut *mut HsaAgent,
-    ) -> HsaStatus,
-    pub hsa_memory_copy: unsafe extern "C" fn(dst: *mut c_void, src: *const c_void, size: usize) -> HsaStatus,
+    ) -> HsaStatus;
+    hsa_memory_copy: fn(dst: *mut c_void, src: *const c_void, size: usize) -> HsaStatus;
 
     // Signals.
-    pub hsa_signal_create: unsafe extern "C" fn(
+    hsa_signal_create: fn(
         initial_value: HsaSignalValue,
         num_consumers: u32,
         consumers: *const HsaAgent,
         signal: *mut HsaSignal,
-    ) -> HsaStatus,
-    pub hsa_amd_signal_create: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_amd_signal_create: fn(
         initial_value: HsaSignalValue,
         num_consumers: u32,
         consumers: *const HsaAgent,
         attributes: u64,
         signal: *mut HsaSignal,
-    ) -> HsaStatus,
-    pub hsa_signal_destroy: unsafe extern "C" fn(signal: HsaSignal) -> HsaStatus,
-    pub hsa_signal_load_scacquire: unsafe extern "C" fn(signal: HsaSignal) -> HsaSignalValue,
-    pub hsa_signal_load_relaxed: unsafe extern "C" fn(signal: HsaSignal) -> HsaSignalValue,
-    pub hsa_signal_store_relaxed: unsafe extern "C" fn(signal: HsaSignal, value: HsaSignalValue),
-    pub hsa_signal_store_screlease: unsafe extern "C" fn(signal: HsaSignal, value: HsaSignalValue),
-    pub hsa_signal_subtract_screlease: unsafe extern "C" fn(signal: HsaSignal, value: HsaSignalValue),
-    pub hsa_signal_wait_scacquire: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_signal_destroy: fn(signal: HsaSignal) -> HsaStatus;
+    hsa_signal_load_scacquire: fn(signal: HsaSignal) -> HsaSignalValue;
+    hsa_signal_load_relaxed: fn(signal: HsaSignal) -> HsaSignalValue;
+    hsa_signal_store_relaxed: fn(signal: HsaSignal, value: HsaSignalValue);
+    hsa_signal_store_screlease: fn(signal: HsaSignal, value: HsaSignalValue);
+    hsa_signal_subtract_screlease: fn(signal: HsaSignal, value: HsaSignalValue);
+    hsa_signal_wait_scacquire: fn(
         signal: HsaSignal,
         condition: u32,
         compare_value: HsaSignalValue,
         timeout_hint: u64,
         wait_state_hint: u32,
-    ) -> HsaSignalValue,
-    pub hsa_amd_signal_async_handler: unsafe extern "C" fn(
+    ) -> HsaSignalValue;
+    hsa_amd_signal_async_handler: fn(
         signal: HsaSignal,
         condition: u32,
         value: HsaSignalValue,
         handler: SignalHandler,
         arg: *mut c_void,
-    ) -> HsaStatus,
+    ) -> HsaStatus;
 
     // Queues.
-    pub hsa_queue_create: unsafe extern "C" fn(
+    hsa_queue_create: fn(
         agent: HsaAgent,
         size: u32,
         queue_type: u32,
@@ -840,128 +847,67 @@ pub struct Functions {
         private_segment_size: u32,
         group_segment_size: u32,
         queue: *mut *mut HsaQueue,
-    ) -> HsaStatus,
-    pub hsa_queue_destroy: unsafe extern "C" fn(queue: *mut HsaQueue) -> HsaStatus,
-    pub hsa_queue_load_read_index_scacquire: unsafe extern "C" fn(queue: *const HsaQueue) -> u64,
-    pub hsa_queue_load_write_index_relaxed: unsafe extern "C" fn(queue: *const HsaQueue) -> u64,
-    pub hsa_queue_store_write_index_relaxed: unsafe extern "C" fn(queue: *const HsaQueue, value: u64),
-    pub hsa_queue_add_write_index_relaxed: unsafe extern "C" fn(queue: *const HsaQueue, value: u64) -> u64,
+    ) -> HsaStatus;
+    hsa_queue_destroy: fn(queue: *mut HsaQueue) -> HsaStatus;
+    hsa_queue_load_read_index_scacquire: fn(queue: *const HsaQueue) -> u64;
+    hsa_queue_load_write_index_relaxed: fn(queue: *const HsaQueue) -> u64;
+    hsa_queue_store_write_index_relaxed: fn(queue: *const HsaQueue, value: u64);
+    hsa_queue_add_write_index_relaxed: fn(queue: *const HsaQueue, value: u64) -> u64;
 
     // Code objects and executables.
-    pub hsa_code_object_deserialize: unsafe extern "C" fn(
+    hsa_code_object_deserialize: fn(
         serialized: *mut c_void,
         size: usize,
         options: *const c_char,
         code_object: *mut HsaCodeObject,
-    ) -> HsaStatus,
-    pub hsa_code_object_destroy: unsafe extern "C" fn(code_object: HsaCodeObject) -> HsaStatus,
-    pub hsa_code_object_reader_create_from_memory:
-        unsafe extern "C" fn(code_object: *const c_void, size: usize, reader: *mut HsaCodeObjectReader) -> HsaStatus,
-    pub hsa_code_object_reader_destroy: unsafe extern "C" fn(reader: HsaCodeObjectReader) -> HsaStatus,
-    pub hsa_executable_create: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_code_object_destroy: fn(code_object: HsaCodeObject) -> HsaStatus;
+    hsa_code_object_reader_create_from_memory: fn(
+        code_object: *const c_void,
+        size: usize,
+        reader: *mut HsaCodeObjectReader,
+    ) -> HsaStatus;
+    hsa_code_object_reader_destroy: fn(reader: HsaCodeObjectReader) -> HsaStatus;
+    hsa_executable_create: fn(
         profile: u32,
         executable_state: u32,
         options: *const c_char,
         executable: *mut HsaExecutable,
-    ) -> HsaStatus,
-    pub hsa_executable_create_alt: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_executable_create_alt: fn(
         profile: u32,
         default_float_rounding_mode: u32,
         options: *const c_char,
         executable: *mut HsaExecutable,
-    ) -> HsaStatus,
-    pub hsa_executable_destroy: unsafe extern "C" fn(executable: HsaExecutable) -> HsaStatus,
-    pub hsa_executable_load_code_object: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_executable_destroy: fn(executable: HsaExecutable) -> HsaStatus;
+    hsa_executable_load_code_object: fn(
         executable: HsaExecutable,
         agent: HsaAgent,
         code_object: HsaCodeObject,
         options: *const c_char,
-    ) -> HsaStatus,
-    pub hsa_executable_load_agent_code_object: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_executable_load_agent_code_object: fn(
         executable: HsaExecutable,
         agent: HsaAgent,
         reader: HsaCodeObjectReader,
         options: *const c_char,
         loaded_code_object: *mut HsaLoadedCodeObject,
-    ) -> HsaStatus,
-    pub hsa_executable_freeze: unsafe extern "C" fn(executable: HsaExecutable, options: *const c_char) -> HsaStatus,
-    pub hsa_executable_validate: unsafe extern "C" fn(executable: HsaExecutable, result: *mut u32) -> HsaStatus,
-    pub hsa_executable_get_symbol_by_name: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_executable_freeze: fn(executable: HsaExecutable, options: *const c_char) -> HsaStatus;
+    hsa_executable_validate: fn(executable: HsaExecutable, result: *mut u32) -> HsaStatus;
+    hsa_executable_get_symbol_by_name: fn(
         executable: HsaExecutable,
         symbol_name: *const c_char,
         agent: *const HsaAgent,
         symbol: *mut HsaExecutableSymbol,
-    ) -> HsaStatus,
-    pub hsa_executable_symbol_get_info:
-        unsafe extern "C" fn(symbol: HsaExecutableSymbol, attribute: u32, value: *mut c_void) -> HsaStatus,
-    pub hsa_executable_iterate_symbols: unsafe extern "C" fn(
+    ) -> HsaStatus;
+    hsa_executable_symbol_get_info: fn(symbol: HsaExecutableSymbol, attribute: u32, value: *mut c_void) -> HsaStatus;
+    hsa_executable_iterate_symbols: fn(
         executable: HsaExecutable,
         callback: ExecutableSymbolCallback,
         data: *mut c_void,
-    ) -> HsaStatus,
-}
-
-/// Resolves every entry point of [`Functions`] in `library`, or names the first one it lacks (so a
-/// runtime too old or not HSA at all is reported by what is missing). The pointers are valid only
-/// while `library` stays loaded; the caller keeps it open for as long as it uses them.
-pub fn resolve(library: &libloading::os::unix::Library) -> Result<Functions, &'static str> {
-    // Every field's type is the entry point's C signature in ROCm 5.2.3's hsa.h or hsa_ext_amd.h.
-    resolve_table!(
-        library,
-        Functions {
-            hsa_init,
-            hsa_shut_down,
-            hsa_status_string,
-            hsa_system_get_info,
-            hsa_iterate_agents,
-            hsa_agent_get_info,
-            hsa_agent_iterate_isas,
-            hsa_isa_get_info_alt,
-            hsa_amd_register_system_event_handler,
-            hsa_amd_agent_iterate_memory_pools,
-            hsa_amd_memory_pool_get_info,
-            hsa_amd_agent_memory_pool_get_info,
-            hsa_amd_memory_pool_allocate,
-            hsa_amd_memory_pool_free,
-            hsa_amd_agents_allow_access,
-            hsa_amd_memory_lock,
-            hsa_amd_memory_unlock,
-            hsa_amd_memory_async_copy,
-            hsa_amd_memory_fill,
-            hsa_amd_pointer_info,
-            hsa_memory_copy,
-            hsa_signal_create,
-            hsa_amd_signal_create,
-            hsa_signal_destroy,
-            hsa_signal_load_scacquire,
-            hsa_signal_load_relaxed,
-            hsa_signal_store_relaxed,
-            hsa_signal_store_screlease,
-            hsa_signal_subtract_screlease,
-            hsa_signal_wait_scacquire,
-            hsa_amd_signal_async_handler,
-            hsa_queue_create,
-            hsa_queue_destroy,
-            hsa_queue_load_read_index_scacquire,
-            hsa_queue_load_write_index_relaxed,
-            hsa_queue_store_write_index_relaxed,
-            hsa_queue_add_write_index_relaxed,
-            hsa_code_object_deserialize,
-            hsa_code_object_destroy,
-            hsa_code_object_reader_create_from_memory,
-            hsa_code_object_reader_destroy,
-            hsa_executable_create,
-            hsa_executable_create_alt,
-            hsa_executable_destroy,
-            hsa_executable_load_code_object,
-            hsa_executable_load_agent_code_object,
-            hsa_executable_freeze,
-            hsa_executable_validate,
-            hsa_executable_get_symbol_by_name,
-            hsa_executable_symbol_get_info,
-            hsa_executable_iterate_symbols,
-        }
-    )
+    ) -> HsaStatus;
 }
 
 #[cfg(test)]
@@ -1076,7 +1022,7 @@ mod tests {
         let library =
             unsafe { libloading::os::unix::Library::open(Some("libc.so.6"), libc::RTLD_NOW | libc::RTLD_LOCAL) }
                 .expect("libc.so.6 opens");
-        match resolve(&library) {
+        match Functions::resolve(&library) {
             Err(name) => assert_eq!(name, "hsa_init"),
             Ok(_) => panic!("libc resolved as the HSA runtime"),
         }

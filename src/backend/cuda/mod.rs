@@ -114,7 +114,7 @@ impl CudaBackend {
             config.cuda_library.as_deref(),
             &DRIVER_NAMES,
             "CUDA driver",
-            sys::resolve,
+            sys::Functions::resolve,
         )?;
         CudaBackend::with_driver(driver, config)
     }

@@ -20,6 +20,9 @@
 //!   waits for, and is waited for by, the context's blocking streams. So a host thread that waits on
 //!   a kernel which waits on that thread hangs here as on a GPU (upstream's #66817, #72440).
 
+// The entry points keep the driver's names, so that the table is built from them by name
+// (`sys::cuda_functions_in_scope!`).
+#![allow(non_snake_case)]
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -410,6 +413,10 @@ pub fn reset(gpus: &[SimGpu], init_result: CuResult) {
 
 /// The next call of `call` fails with `code` (once).
 pub fn fail_next(call: &'static str, code: CuResult) {
+    assert!(
+        Functions::NAMES.contains(&call),
+        "{call} is not an entry point of sys::Functions"
+    );
     with(|w| w.record.arm(call, code));
 }
 
@@ -605,11 +612,11 @@ fn known_range(w: &World, ptr: usize, len: usize) -> bool {
             .any(|&(start, size)| ptr >= start && ptr + len <= start + size)
 }
 
-unsafe extern "C" fn cu_init(_flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuInit(_flags: c_uint) -> CuResult {
     call("cuInit", |w| w.init_result)
 }
 
-unsafe extern "C" fn cu_driver_get_version(version: *mut c_int) -> CuResult {
+unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CuResult {
     call("cuDriverGetVersion", |_| {
         // SAFETY: the backend passes a writable int.
         unsafe { *version = 12020 };
@@ -617,7 +624,7 @@ unsafe extern "C" fn cu_driver_get_version(version: *mut c_int) -> CuResult {
     })
 }
 
-unsafe extern "C" fn cu_get_error_name(error: CuResult, name: *mut *const c_char) -> CuResult {
+unsafe extern "C" fn cuGetErrorName(error: CuResult, name: *mut *const c_char) -> CuResult {
     let text: &'static CStr = match error {
         1 => c"CUDA_ERROR_INVALID_VALUE",
         2 => c"CUDA_ERROR_OUT_OF_MEMORY",
@@ -637,7 +644,7 @@ unsafe extern "C" fn cu_get_error_name(error: CuResult, name: *mut *const c_char
     sys::CUDA_SUCCESS
 }
 
-unsafe extern "C" fn cu_device_get_count(count: *mut c_int) -> CuResult {
+unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CuResult {
     call("cuDeviceGetCount", |w| {
         // SAFETY: writable per the API.
         unsafe { *count = w.gpus.len() as c_int };
@@ -645,7 +652,7 @@ unsafe extern "C" fn cu_device_get_count(count: *mut c_int) -> CuResult {
     })
 }
 
-unsafe extern "C" fn cu_device_get(device: *mut CuDevice, ordinal: c_int) -> CuResult {
+unsafe extern "C" fn cuDeviceGet(device: *mut CuDevice, ordinal: c_int) -> CuResult {
     call("cuDeviceGet", |w| {
         if gpu(w, ordinal).is_none() {
             return 101; // CUDA_ERROR_INVALID_DEVICE
@@ -656,7 +663,7 @@ unsafe extern "C" fn cu_device_get(device: *mut CuDevice, ordinal: c_int) -> CuR
     })
 }
 
-unsafe extern "C" fn cu_device_get_name(name: *mut c_char, len: c_int, device: CuDevice) -> CuResult {
+unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, device: CuDevice) -> CuResult {
     call("cuDeviceGetName", |w| {
         let Some(_) = gpu(w, device) else { return 101 };
         let text = format!("Simulated GPU {device}\0");
@@ -667,7 +674,7 @@ unsafe extern "C" fn cu_device_get_name(name: *mut c_char, len: c_int, device: C
     })
 }
 
-unsafe extern "C" fn cu_device_get_attribute(value: *mut c_int, which: c_int, device: CuDevice) -> CuResult {
+unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, which: c_int, device: CuDevice) -> CuResult {
     call("cuDeviceGetAttribute", |w| {
         let Some(g) = gpu(w, device) else { return 101 };
         use sys::attribute as a;
@@ -693,7 +700,7 @@ unsafe extern "C" fn cu_device_get_attribute(value: *mut c_int, which: c_int, de
     })
 }
 
-unsafe extern "C" fn cu_device_total_mem(bytes: *mut usize, device: CuDevice) -> CuResult {
+unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, device: CuDevice) -> CuResult {
     call("cuDeviceTotalMem_v2", |w| {
         let Some(_) = gpu(w, device) else { return 101 };
         // SAFETY: writable per the API.
@@ -702,7 +709,7 @@ unsafe extern "C" fn cu_device_total_mem(bytes: *mut usize, device: CuDevice) ->
     })
 }
 
-unsafe extern "C" fn cu_device_can_access_peer(can: *mut c_int, device: CuDevice, peer: CuDevice) -> CuResult {
+unsafe extern "C" fn cuDeviceCanAccessPeer(can: *mut c_int, device: CuDevice, peer: CuDevice) -> CuResult {
     call("cuDeviceCanAccessPeer", |w| {
         if gpu(w, device).is_none() || gpu(w, peer).is_none() {
             return 101;
@@ -713,7 +720,7 @@ unsafe extern "C" fn cu_device_can_access_peer(can: *mut c_int, device: CuDevice
     })
 }
 
-unsafe extern "C" fn cu_primary_ctx_get_state(device: CuDevice, flags: *mut c_uint, active: *mut c_int) -> CuResult {
+unsafe extern "C" fn cuDevicePrimaryCtxGetState(device: CuDevice, flags: *mut c_uint, active: *mut c_int) -> CuResult {
     call("cuDevicePrimaryCtxGetState", |w| {
         // SAFETY: writable per the API.
         unsafe {
@@ -724,7 +731,7 @@ unsafe extern "C" fn cu_primary_ctx_get_state(device: CuDevice, flags: *mut c_ui
     })
 }
 
-unsafe extern "C" fn cu_primary_ctx_set_flags(device: CuDevice, _flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuDevicePrimaryCtxSetFlags_v2(device: CuDevice, _flags: c_uint) -> CuResult {
     call("cuDevicePrimaryCtxSetFlags_v2", |w| {
         if gpu(w, device).is_some() {
             0
@@ -738,7 +745,7 @@ fn context_of(device: CuDevice) -> usize {
     0x7000_0000 + device as usize * 0x100
 }
 
-unsafe extern "C" fn cu_primary_ctx_retain(context: *mut CuHandle, device: CuDevice) -> CuResult {
+unsafe extern "C" fn cuDevicePrimaryCtxRetain(context: *mut CuHandle, device: CuDevice) -> CuResult {
     call("cuDevicePrimaryCtxRetain", |w| {
         if gpu(w, device).is_none() {
             return 101;
@@ -751,7 +758,7 @@ unsafe extern "C" fn cu_primary_ctx_retain(context: *mut CuHandle, device: CuDev
     })
 }
 
-unsafe extern "C" fn cu_primary_ctx_release(device: CuDevice) -> CuResult {
+unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(device: CuDevice) -> CuResult {
     call("cuDevicePrimaryCtxRelease_v2", |w| match w.retained.get_mut(&device) {
         Some(n) if *n > 0 => {
             *n -= 1;
@@ -764,7 +771,7 @@ unsafe extern "C" fn cu_primary_ctx_release(device: CuDevice) -> CuResult {
     })
 }
 
-unsafe extern "C" fn cu_ctx_set_current(context: CuHandle) -> CuResult {
+unsafe extern "C" fn cuCtxSetCurrent(context: CuHandle) -> CuResult {
     call("cuCtxSetCurrent", |w| {
         let context = context as usize;
         if context != 0 && !w.contexts.contains_key(&context) {
@@ -776,14 +783,14 @@ unsafe extern "C" fn cu_ctx_set_current(context: CuHandle) -> CuResult {
     })
 }
 
-unsafe extern "C" fn cu_ctx_set_limit(limit: c_int, value: usize) -> CuResult {
+unsafe extern "C" fn cuCtxSetLimit(limit: c_int, value: usize) -> CuResult {
     call("cuCtxSetLimit", |w| {
         w.limits.insert(limit, value);
         sys::CUDA_SUCCESS
     })
 }
 
-unsafe extern "C" fn cu_ctx_enable_peer_access(peer: CuHandle, _flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuCtxEnablePeerAccess(peer: CuHandle, _flags: c_uint) -> CuResult {
     call("cuCtxEnablePeerAccess", |w| {
         if !w.contexts.contains_key(&(peer as usize)) {
             return sys::CUDA_ERROR_INVALID_CONTEXT;
@@ -796,7 +803,7 @@ unsafe extern "C" fn cu_ctx_enable_peer_access(peer: CuHandle, _flags: c_uint) -
     })
 }
 
-unsafe extern "C" fn cu_module_load_data_ex(
+unsafe extern "C" fn cuModuleLoadDataEx(
     module: *mut CuHandle,
     image: *const c_void,
     _options: c_uint,
@@ -899,7 +906,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
     })
 }
 
-unsafe extern "C" fn cu_module_unload(module: CuHandle) -> CuResult {
+unsafe extern "C" fn cuModuleUnload(module: CuHandle) -> CuResult {
     call("cuModuleUnload", |w| {
         match owned(w, module as usize).map(|()| w.modules.remove(&(module as usize))) {
             Err(code) => code,
@@ -917,11 +924,7 @@ unsafe extern "C" fn cu_module_unload(module: CuHandle) -> CuResult {
     })
 }
 
-unsafe extern "C" fn cu_module_get_function(
-    function: *mut CuHandle,
-    module: CuHandle,
-    name: *const c_char,
-) -> CuResult {
+unsafe extern "C" fn cuModuleGetFunction(function: *mut CuHandle, module: CuHandle, name: *const c_char) -> CuResult {
     call("cuModuleGetFunction", |w| {
         if let Err(code) = owned(w, module as usize) {
             return code;
@@ -943,7 +946,7 @@ unsafe extern "C" fn cu_module_get_function(
     })
 }
 
-unsafe extern "C" fn cu_module_get_global(
+unsafe extern "C" fn cuModuleGetGlobal_v2(
     ptr: *mut CuDevicePtr,
     bytes: *mut usize,
     module: CuHandle,
@@ -988,7 +991,7 @@ fn shared_opt_in_bytes(gpu: SimGpu) -> i32 {
     }
 }
 
-unsafe extern "C" fn cu_func_get_attribute(value: *mut c_int, which: c_int, function: CuHandle) -> CuResult {
+unsafe extern "C" fn cuFuncGetAttribute(value: *mut c_int, which: c_int, function: CuHandle) -> CuResult {
     call("cuFuncGetAttribute", |w| {
         if !w.functions.contains_key(&(function as usize)) {
             return sys::CUDA_ERROR_INVALID_VALUE;
@@ -1013,7 +1016,7 @@ fn current_gpu(w: &World) -> Option<SimGpu> {
     gpu(w, *w.contexts.get(&context)?)
 }
 
-unsafe extern "C" fn cu_func_set_attribute(function: CuHandle, which: c_int, value: c_int) -> CuResult {
+unsafe extern "C" fn cuFuncSetAttribute(function: CuHandle, which: c_int, value: c_int) -> CuResult {
     call("cuFuncSetAttribute", |w| {
         let function = function as usize;
         if !w.functions.contains_key(&function) || which != sys::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
@@ -1035,7 +1038,7 @@ unsafe extern "C" fn cu_func_set_attribute(function: CuHandle, which: c_int, val
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn cu_launch_kernel(
+unsafe extern "C" fn cuLaunchKernel(
     function: CuHandle,
     grid_x: c_uint,
     _grid_y: c_uint,
@@ -1155,7 +1158,7 @@ fn free_after_the_contexts_work(name: &'static str, ptr: usize) -> CuResult {
     }
 }
 
-unsafe extern "C" fn cu_mem_alloc(ptr: *mut CuDevicePtr, bytes: usize) -> CuResult {
+unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut CuDevicePtr, bytes: usize) -> CuResult {
     call("cuMemAlloc_v2", |w| match alloc(w, bytes, Memory::Device) {
         // SAFETY: writable per the API.
         Ok(p) => unsafe {
@@ -1170,7 +1173,7 @@ unsafe extern "C" fn cu_mem_alloc(ptr: *mut CuDevicePtr, bytes: usize) -> CuResu
 /// address plus this (a device address that no host pointer equals).
 pub const DEVICE_ALIAS_OFFSET: usize = 1 << 56;
 
-unsafe extern "C" fn cu_mem_host_get_device_pointer(
+unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
     dptr: *mut CuDevicePtr,
     host: *mut c_void,
     _flags: c_uint,
@@ -1192,11 +1195,11 @@ unsafe extern "C" fn cu_mem_host_get_device_pointer(
     })
 }
 
-unsafe extern "C" fn cu_mem_free(ptr: CuDevicePtr) -> CuResult {
+unsafe extern "C" fn cuMemFree_v2(ptr: CuDevicePtr) -> CuResult {
     free_after_the_contexts_work("cuMemFree_v2", ptr as usize)
 }
 
-unsafe extern "C" fn cu_mem_alloc_host(ptr: *mut *mut c_void, bytes: usize) -> CuResult {
+unsafe extern "C" fn cuMemAllocHost_v2(ptr: *mut *mut c_void, bytes: usize) -> CuResult {
     call("cuMemAllocHost_v2", |w| match alloc(w, bytes, Memory::Host) {
         // SAFETY: writable per the API.
         Ok(p) => unsafe {
@@ -1207,11 +1210,11 @@ unsafe extern "C" fn cu_mem_alloc_host(ptr: *mut *mut c_void, bytes: usize) -> C
     })
 }
 
-unsafe extern "C" fn cu_mem_free_host(ptr: *mut c_void) -> CuResult {
+unsafe extern "C" fn cuMemFreeHost(ptr: *mut c_void) -> CuResult {
     free_after_the_contexts_work("cuMemFreeHost", ptr as usize)
 }
 
-unsafe extern "C" fn cu_mem_alloc_managed(ptr: *mut CuDevicePtr, bytes: usize, _flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuMemAllocManaged(ptr: *mut CuDevicePtr, bytes: usize, _flags: c_uint) -> CuResult {
     call("cuMemAllocManaged", |w| match alloc(w, bytes, Memory::Host) {
         // SAFETY: writable per the API.
         Ok(p) => unsafe {
@@ -1222,7 +1225,7 @@ unsafe extern "C" fn cu_mem_alloc_managed(ptr: *mut CuDevicePtr, bytes: usize, _
     })
 }
 
-unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, bytes: usize, flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuMemHostRegister_v2(ptr: *mut c_void, bytes: usize, flags: c_uint) -> CuResult {
     call("cuMemHostRegister_v2", |w| match w.registered.entry(ptr as usize) {
         std::collections::hash_map::Entry::Vacant(entry) => {
             entry.insert(flags);
@@ -1233,7 +1236,7 @@ unsafe extern "C" fn cu_mem_host_register(ptr: *mut c_void, bytes: usize, flags:
     })
 }
 
-unsafe extern "C" fn cu_mem_host_unregister(ptr: *mut c_void) -> CuResult {
+unsafe extern "C" fn cuMemHostUnregister(ptr: *mut c_void) -> CuResult {
     call("cuMemHostUnregister", |w| {
         if w.registered.remove(&(ptr as usize)).is_some() {
             w.registered_bytes.remove(&(ptr as usize));
@@ -1299,7 +1302,12 @@ fn copy(
     }
 }
 
-unsafe extern "C" fn cu_memcpy_htod(dst: CuDevicePtr, src: *const c_void, bytes: usize, stream: CuHandle) -> CuResult {
+unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: CuDevicePtr,
+    src: *const c_void,
+    bytes: usize,
+    stream: CuHandle,
+) -> CuResult {
     copy(
         "cuMemcpyHtoDAsync_v2",
         dst as usize,
@@ -1311,7 +1319,12 @@ unsafe extern "C" fn cu_memcpy_htod(dst: CuDevicePtr, src: *const c_void, bytes:
     )
 }
 
-unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult {
+unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: CuDevicePtr,
+    bytes: usize,
+    stream: CuHandle,
+) -> CuResult {
     copy(
         "cuMemcpyDtoHAsync_v2",
         dst as usize,
@@ -1323,7 +1336,12 @@ unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CuDevicePtr, bytes: u
     )
 }
 
-unsafe extern "C" fn cu_memcpy_dtod(dst: CuDevicePtr, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult {
+unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
+    dst: CuDevicePtr,
+    src: CuDevicePtr,
+    bytes: usize,
+    stream: CuHandle,
+) -> CuResult {
     copy(
         "cuMemcpyDtoDAsync_v2",
         dst as usize,
@@ -1335,7 +1353,7 @@ unsafe extern "C" fn cu_memcpy_dtod(dst: CuDevicePtr, src: CuDevicePtr, bytes: u
     )
 }
 
-unsafe extern "C" fn cu_memcpy_peer(
+unsafe extern "C" fn cuMemcpyPeerAsync(
     dst: CuDevicePtr,
     _dst_context: CuHandle,
     src: CuDevicePtr,
@@ -1354,7 +1372,7 @@ unsafe extern "C" fn cu_memcpy_peer(
     )
 }
 
-unsafe extern "C" fn cu_stream_create(stream: *mut CuHandle, flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuStreamCreate(stream: *mut CuHandle, flags: c_uint) -> CuResult {
     call("cuStreamCreate", |w| {
         let Ok(context) = current(w) else {
             return sys::CUDA_ERROR_INVALID_CONTEXT;
@@ -1382,7 +1400,7 @@ fn destroy_owned(w: &mut World, handle: usize, remove: impl FnOnce(&mut World) -
     sys::CUDA_SUCCESS
 }
 
-unsafe extern "C" fn cu_stream_destroy(stream: CuHandle) -> CuResult {
+unsafe extern "C" fn cuStreamDestroy_v2(stream: CuHandle) -> CuResult {
     let stream = stream as usize;
     // As the driver: the call returns at once, and the stream's work is still done.
     call("cuStreamDestroy_v2", |w| {
@@ -1406,7 +1424,7 @@ fn enter_wait(name: &'static str, stream: CuHandle) -> Result<Arc<Stream>, CuRes
     })
 }
 
-unsafe extern "C" fn cu_stream_synchronize(stream: CuHandle) -> CuResult {
+unsafe extern "C" fn cuStreamSynchronize(stream: CuHandle) -> CuResult {
     match enter_wait("cuStreamSynchronize", stream) {
         Ok(stream) => {
             stream.wait_for(stream.queued());
@@ -1416,7 +1434,7 @@ unsafe extern "C" fn cu_stream_synchronize(stream: CuHandle) -> CuResult {
     }
 }
 
-unsafe extern "C" fn cu_stream_query(stream: CuHandle) -> CuResult {
+unsafe extern "C" fn cuStreamQuery(stream: CuHandle) -> CuResult {
     match enter_wait("cuStreamQuery", stream) {
         Ok(stream) if stream.is_idle() => after_wait(stream.context),
         Ok(_) => sys::CUDA_ERROR_NOT_READY,
@@ -1424,7 +1442,7 @@ unsafe extern "C" fn cu_stream_query(stream: CuHandle) -> CuResult {
     }
 }
 
-unsafe extern "C" fn cu_stream_wait_event(stream: CuHandle, event: CuHandle, _flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuStreamWaitEvent(stream: CuHandle, event: CuHandle, _flags: c_uint) -> CuResult {
     call("cuStreamWaitEvent", |w| {
         let stream = match stream_of(w, stream) {
             Ok(stream) => stream,
@@ -1443,7 +1461,7 @@ unsafe extern "C" fn cu_stream_wait_event(stream: CuHandle, event: CuHandle, _fl
     })
 }
 
-unsafe extern "C" fn cu_event_create(event: *mut CuHandle, _flags: c_uint) -> CuResult {
+unsafe extern "C" fn cuEventCreate(event: *mut CuHandle, _flags: c_uint) -> CuResult {
     call("cuEventCreate", |w| {
         let id = handle(w);
         own(w, id);
@@ -1454,14 +1472,14 @@ unsafe extern "C" fn cu_event_create(event: *mut CuHandle, _flags: c_uint) -> Cu
     })
 }
 
-unsafe extern "C" fn cu_event_destroy(event: CuHandle) -> CuResult {
+unsafe extern "C" fn cuEventDestroy_v2(event: CuHandle) -> CuResult {
     let event = event as usize;
     call("cuEventDestroy_v2", |w| {
         destroy_owned(w, event, |w| w.events.remove(&event).is_some())
     })
 }
 
-unsafe extern "C" fn cu_event_record(event: CuHandle, stream: CuHandle) -> CuResult {
+unsafe extern "C" fn cuEventRecord(event: CuHandle, stream: CuHandle) -> CuResult {
     call("cuEventRecord", |w| {
         if let Err(code) = owned(w, event as usize) {
             return code;
@@ -1482,7 +1500,7 @@ unsafe extern "C" fn cu_event_record(event: CuHandle, stream: CuHandle) -> CuRes
     })
 }
 
-unsafe extern "C" fn cu_event_synchronize(event: CuHandle) -> CuResult {
+unsafe extern "C" fn cuEventSynchronize(event: CuHandle) -> CuResult {
     let recorded = with(|w| {
         enter(w, "cuEventSynchronize")?;
         w.events
@@ -1505,52 +1523,7 @@ pub fn driver() -> &'static Driver {
     static DRIVER: std::sync::OnceLock<Driver> = std::sync::OnceLock::new();
     DRIVER.get_or_init(|| Driver {
         library: "simulated libcuda".into(),
-        functions: Functions {
-            cuInit: cu_init,
-            cuDriverGetVersion: cu_driver_get_version,
-            cuGetErrorName: cu_get_error_name,
-            cuDeviceGetCount: cu_device_get_count,
-            cuDeviceGet: cu_device_get,
-            cuDeviceGetName: cu_device_get_name,
-            cuDeviceGetAttribute: cu_device_get_attribute,
-            cuDeviceTotalMem_v2: cu_device_total_mem,
-            cuDeviceCanAccessPeer: cu_device_can_access_peer,
-            cuDevicePrimaryCtxGetState: cu_primary_ctx_get_state,
-            cuDevicePrimaryCtxSetFlags_v2: cu_primary_ctx_set_flags,
-            cuDevicePrimaryCtxRetain: cu_primary_ctx_retain,
-            cuDevicePrimaryCtxRelease_v2: cu_primary_ctx_release,
-            cuCtxSetCurrent: cu_ctx_set_current,
-            cuCtxSetLimit: cu_ctx_set_limit,
-            cuCtxEnablePeerAccess: cu_ctx_enable_peer_access,
-            cuModuleLoadDataEx: cu_module_load_data_ex,
-            cuModuleUnload: cu_module_unload,
-            cuModuleGetFunction: cu_module_get_function,
-            cuModuleGetGlobal_v2: cu_module_get_global,
-            cuFuncGetAttribute: cu_func_get_attribute,
-            cuFuncSetAttribute: cu_func_set_attribute,
-            cuLaunchKernel: cu_launch_kernel,
-            cuMemAlloc_v2: cu_mem_alloc,
-            cuMemFree_v2: cu_mem_free,
-            cuMemAllocHost_v2: cu_mem_alloc_host,
-            cuMemFreeHost: cu_mem_free_host,
-            cuMemAllocManaged: cu_mem_alloc_managed,
-            cuMemHostRegister_v2: cu_mem_host_register,
-            cuMemHostUnregister: cu_mem_host_unregister,
-            cuMemHostGetDevicePointer_v2: cu_mem_host_get_device_pointer,
-            cuMemcpyHtoDAsync_v2: cu_memcpy_htod,
-            cuMemcpyDtoHAsync_v2: cu_memcpy_dtoh,
-            cuMemcpyDtoDAsync_v2: cu_memcpy_dtod,
-            cuMemcpyPeerAsync: cu_memcpy_peer,
-            cuStreamCreate: cu_stream_create,
-            cuStreamDestroy_v2: cu_stream_destroy,
-            cuStreamSynchronize: cu_stream_synchronize,
-            cuStreamQuery: cu_stream_query,
-            cuStreamWaitEvent: cu_stream_wait_event,
-            cuEventCreate: cu_event_create,
-            cuEventDestroy_v2: cu_event_destroy,
-            cuEventRecord: cu_event_record,
-            cuEventSynchronize: cu_event_synchronize,
-        },
+        functions: sys::cuda_functions_in_scope!(),
     })
 }
 

@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
-use crate::backend::gpu::library::{resolve_table, Opened};
+use crate::backend::gpu::library::{entry_points, Opened};
 
 /// A driver status; 0 is success.
 pub type CuResult = c_int;
@@ -129,46 +129,43 @@ pub const MEMHOSTREGISTER_PORTABLE: c_uint = 1;
 /// `cuMemHostGetDevicePointer` needs.
 pub const MEMHOSTREGISTER_DEVICEMAP: c_uint = 2;
 
-/// The driver's entry points the plugin uses, with the C signatures of the CUDA driver API.
-#[derive(Clone, Copy)]
-#[allow(non_snake_case, missing_docs)]
-pub struct Functions {
-    pub cuInit: unsafe extern "C" fn(flags: c_uint) -> CuResult,
-    pub cuDriverGetVersion: unsafe extern "C" fn(version: *mut c_int) -> CuResult,
-    pub cuGetErrorName: unsafe extern "C" fn(error: CuResult, name: *mut *const c_char) -> CuResult,
-    pub cuDeviceGetCount: unsafe extern "C" fn(count: *mut c_int) -> CuResult,
-    pub cuDeviceGet: unsafe extern "C" fn(device: *mut CuDevice, ordinal: c_int) -> CuResult,
-    pub cuDeviceGetName: unsafe extern "C" fn(name: *mut c_char, len: c_int, device: CuDevice) -> CuResult,
-    pub cuDeviceGetAttribute: unsafe extern "C" fn(value: *mut c_int, attribute: c_int, device: CuDevice) -> CuResult,
-    pub cuDeviceTotalMem_v2: unsafe extern "C" fn(bytes: *mut usize, device: CuDevice) -> CuResult,
-    pub cuDeviceCanAccessPeer: unsafe extern "C" fn(can: *mut c_int, device: CuDevice, peer: CuDevice) -> CuResult,
-    pub cuDevicePrimaryCtxGetState:
-        unsafe extern "C" fn(device: CuDevice, flags: *mut c_uint, active: *mut c_int) -> CuResult,
-    pub cuDevicePrimaryCtxSetFlags_v2: unsafe extern "C" fn(device: CuDevice, flags: c_uint) -> CuResult,
-    pub cuDevicePrimaryCtxRetain: unsafe extern "C" fn(context: *mut CuHandle, device: CuDevice) -> CuResult,
-    pub cuDevicePrimaryCtxRelease_v2: unsafe extern "C" fn(device: CuDevice) -> CuResult,
-    pub cuCtxSetCurrent: unsafe extern "C" fn(context: CuHandle) -> CuResult,
-    pub cuCtxSetLimit: unsafe extern "C" fn(limit: c_int, value: usize) -> CuResult,
-    pub cuCtxEnablePeerAccess: unsafe extern "C" fn(peer: CuHandle, flags: c_uint) -> CuResult,
-    pub cuModuleLoadDataEx: unsafe extern "C" fn(
+entry_points! {
+    /// The driver's entry points the plugin uses, with the C signatures of the CUDA driver API.
+    pub struct Functions, from the scope by cuda_functions_in_scope;
+    cuInit: fn(flags: c_uint) -> CuResult;
+    cuDriverGetVersion: fn(version: *mut c_int) -> CuResult;
+    cuGetErrorName: fn(error: CuResult, name: *mut *const c_char) -> CuResult;
+    cuDeviceGetCount: fn(count: *mut c_int) -> CuResult;
+    cuDeviceGet: fn(device: *mut CuDevice, ordinal: c_int) -> CuResult;
+    cuDeviceGetName: fn(name: *mut c_char, len: c_int, device: CuDevice) -> CuResult;
+    cuDeviceGetAttribute: fn(value: *mut c_int, attribute: c_int, device: CuDevice) -> CuResult;
+    cuDeviceTotalMem_v2: fn(bytes: *mut usize, device: CuDevice) -> CuResult;
+    cuDeviceCanAccessPeer: fn(can: *mut c_int, device: CuDevice, peer: CuDevice) -> CuResult;
+    cuDevicePrimaryCtxGetState: fn(device: CuDevice, flags: *mut c_uint, active: *mut c_int) -> CuResult;
+    cuDevicePrimaryCtxSetFlags_v2: fn(device: CuDevice, flags: c_uint) -> CuResult;
+    cuDevicePrimaryCtxRetain: fn(context: *mut CuHandle, device: CuDevice) -> CuResult;
+    cuDevicePrimaryCtxRelease_v2: fn(device: CuDevice) -> CuResult;
+    cuCtxSetCurrent: fn(context: CuHandle) -> CuResult;
+    cuCtxSetLimit: fn(limit: c_int, value: usize) -> CuResult;
+    cuCtxEnablePeerAccess: fn(peer: CuHandle, flags: c_uint) -> CuResult;
+    cuModuleLoadDataEx: fn(
         module: *mut CuHandle,
         image: *const c_void,
         options: c_uint,
         option_keys: *mut c_int,
         option_values: *mut *mut c_void,
-    ) -> CuResult,
-    pub cuModuleUnload: unsafe extern "C" fn(module: CuHandle) -> CuResult,
-    pub cuModuleGetFunction:
-        unsafe extern "C" fn(function: *mut CuHandle, module: CuHandle, name: *const c_char) -> CuResult,
-    pub cuModuleGetGlobal_v2: unsafe extern "C" fn(
+    ) -> CuResult;
+    cuModuleUnload: fn(module: CuHandle) -> CuResult;
+    cuModuleGetFunction: fn(function: *mut CuHandle, module: CuHandle, name: *const c_char) -> CuResult;
+    cuModuleGetGlobal_v2: fn(
         ptr: *mut CuDevicePtr,
         bytes: *mut usize,
         module: CuHandle,
         name: *const c_char,
-    ) -> CuResult,
-    pub cuFuncGetAttribute: unsafe extern "C" fn(value: *mut c_int, attribute: c_int, function: CuHandle) -> CuResult,
-    pub cuFuncSetAttribute: unsafe extern "C" fn(function: CuHandle, attribute: c_int, value: c_int) -> CuResult,
-    pub cuLaunchKernel: unsafe extern "C" fn(
+    ) -> CuResult;
+    cuFuncGetAttribute: fn(value: *mut c_int, attribute: c_int, function: CuHandle) -> CuResult;
+    cuFuncSetAttribute: fn(function: CuHandle, attribute: c_int, value: c_int) -> CuResult;
+    cuLaunchKernel: fn(
         function: CuHandle,
         grid_x: c_uint,
         grid_y: c_uint,
@@ -180,97 +177,40 @@ pub struct Functions {
         stream: CuHandle,
         params: *mut *mut c_void,
         extra: *mut *mut c_void,
-    ) -> CuResult,
-    pub cuMemAlloc_v2: unsafe extern "C" fn(ptr: *mut CuDevicePtr, bytes: usize) -> CuResult,
-    pub cuMemFree_v2: unsafe extern "C" fn(ptr: CuDevicePtr) -> CuResult,
-    pub cuMemAllocHost_v2: unsafe extern "C" fn(ptr: *mut *mut c_void, bytes: usize) -> CuResult,
-    pub cuMemFreeHost: unsafe extern "C" fn(ptr: *mut c_void) -> CuResult,
-    pub cuMemAllocManaged: unsafe extern "C" fn(ptr: *mut CuDevicePtr, bytes: usize, flags: c_uint) -> CuResult,
-    pub cuMemHostRegister_v2: unsafe extern "C" fn(ptr: *mut c_void, bytes: usize, flags: c_uint) -> CuResult,
-    pub cuMemHostUnregister: unsafe extern "C" fn(ptr: *mut c_void) -> CuResult,
-    pub cuMemHostGetDevicePointer_v2:
-        unsafe extern "C" fn(dptr: *mut CuDevicePtr, host: *mut c_void, flags: c_uint) -> CuResult,
-    pub cuMemcpyHtoDAsync_v2:
-        unsafe extern "C" fn(dst: CuDevicePtr, src: *const c_void, bytes: usize, stream: CuHandle) -> CuResult,
-    pub cuMemcpyDtoHAsync_v2:
-        unsafe extern "C" fn(dst: *mut c_void, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult,
-    pub cuMemcpyDtoDAsync_v2:
-        unsafe extern "C" fn(dst: CuDevicePtr, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult,
-    pub cuMemcpyPeerAsync: unsafe extern "C" fn(
+    ) -> CuResult;
+    cuMemAlloc_v2: fn(ptr: *mut CuDevicePtr, bytes: usize) -> CuResult;
+    cuMemFree_v2: fn(ptr: CuDevicePtr) -> CuResult;
+    cuMemAllocHost_v2: fn(ptr: *mut *mut c_void, bytes: usize) -> CuResult;
+    cuMemFreeHost: fn(ptr: *mut c_void) -> CuResult;
+    cuMemAllocManaged: fn(ptr: *mut CuDevicePtr, bytes: usize, flags: c_uint) -> CuResult;
+    cuMemHostRegister_v2: fn(ptr: *mut c_void, bytes: usize, flags: c_uint) -> CuResult;
+    cuMemHostUnregister: fn(ptr: *mut c_void) -> CuResult;
+    cuMemHostGetDevicePointer_v2: fn(dptr: *mut CuDevicePtr, host: *mut c_void, flags: c_uint) -> CuResult;
+    cuMemcpyHtoDAsync_v2: fn(dst: CuDevicePtr, src: *const c_void, bytes: usize, stream: CuHandle) -> CuResult;
+    cuMemcpyDtoHAsync_v2: fn(dst: *mut c_void, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult;
+    cuMemcpyDtoDAsync_v2: fn(dst: CuDevicePtr, src: CuDevicePtr, bytes: usize, stream: CuHandle) -> CuResult;
+    cuMemcpyPeerAsync: fn(
         dst: CuDevicePtr,
         dst_context: CuHandle,
         src: CuDevicePtr,
         src_context: CuHandle,
         bytes: usize,
         stream: CuHandle,
-    ) -> CuResult,
-    pub cuStreamCreate: unsafe extern "C" fn(stream: *mut CuHandle, flags: c_uint) -> CuResult,
-    pub cuStreamDestroy_v2: unsafe extern "C" fn(stream: CuHandle) -> CuResult,
-    pub cuStreamSynchronize: unsafe extern "C" fn(stream: CuHandle) -> CuResult,
-    pub cuStreamQuery: unsafe extern "C" fn(stream: CuHandle) -> CuResult,
-    pub cuStreamWaitEvent: unsafe extern "C" fn(stream: CuHandle, event: CuHandle, flags: c_uint) -> CuResult,
-    pub cuEventCreate: unsafe extern "C" fn(event: *mut CuHandle, flags: c_uint) -> CuResult,
-    pub cuEventDestroy_v2: unsafe extern "C" fn(event: CuHandle) -> CuResult,
-    pub cuEventRecord: unsafe extern "C" fn(event: CuHandle, stream: CuHandle) -> CuResult,
-    pub cuEventSynchronize: unsafe extern "C" fn(event: CuHandle) -> CuResult,
+    ) -> CuResult;
+    cuStreamCreate: fn(stream: *mut CuHandle, flags: c_uint) -> CuResult;
+    cuStreamDestroy_v2: fn(stream: CuHandle) -> CuResult;
+    cuStreamSynchronize: fn(stream: CuHandle) -> CuResult;
+    cuStreamQuery: fn(stream: CuHandle) -> CuResult;
+    cuStreamWaitEvent: fn(stream: CuHandle, event: CuHandle, flags: c_uint) -> CuResult;
+    cuEventCreate: fn(event: *mut CuHandle, flags: c_uint) -> CuResult;
+    cuEventDestroy_v2: fn(event: CuHandle) -> CuResult;
+    cuEventRecord: fn(event: CuHandle, stream: CuHandle) -> CuResult;
+    cuEventSynchronize: fn(event: CuHandle) -> CuResult;
 }
 
 /// An opened driver: its entry points and the library that holds them ("libcuda.so.1", a simulated
 /// driver's name), which stays loaded for the life of the process.
 pub type Driver = Opened<Functions>;
-
-/// Resolves every entry point of [`Functions`] in `library`, or names the first one it lacks.
-pub fn resolve(library: &libloading::os::unix::Library) -> Result<Functions, &'static str> {
-    resolve_table!(
-        library,
-        Functions {
-            cuInit,
-            cuDriverGetVersion,
-            cuGetErrorName,
-            cuDeviceGetCount,
-            cuDeviceGet,
-            cuDeviceGetName,
-            cuDeviceGetAttribute,
-            cuDeviceTotalMem_v2,
-            cuDeviceCanAccessPeer,
-            cuDevicePrimaryCtxGetState,
-            cuDevicePrimaryCtxSetFlags_v2,
-            cuDevicePrimaryCtxRetain,
-            cuDevicePrimaryCtxRelease_v2,
-            cuCtxSetCurrent,
-            cuCtxSetLimit,
-            cuCtxEnablePeerAccess,
-            cuModuleLoadDataEx,
-            cuModuleUnload,
-            cuModuleGetFunction,
-            cuModuleGetGlobal_v2,
-            cuFuncGetAttribute,
-            cuFuncSetAttribute,
-            cuLaunchKernel,
-            cuMemAlloc_v2,
-            cuMemFree_v2,
-            cuMemAllocHost_v2,
-            cuMemFreeHost,
-            cuMemAllocManaged,
-            cuMemHostRegister_v2,
-            cuMemHostUnregister,
-            cuMemHostGetDevicePointer_v2,
-            cuMemcpyHtoDAsync_v2,
-            cuMemcpyDtoHAsync_v2,
-            cuMemcpyDtoDAsync_v2,
-            cuMemcpyPeerAsync,
-            cuStreamCreate,
-            cuStreamDestroy_v2,
-            cuStreamSynchronize,
-            cuStreamQuery,
-            cuStreamWaitEvent,
-            cuEventCreate,
-            cuEventDestroy_v2,
-            cuEventRecord,
-            cuEventSynchronize,
-        }
-    )
-}
 
 impl Driver {
     /// The driver's name for `code` ("CUDA_ERROR_NO_DEVICE"), or "an unknown CUresult" when the

@@ -104,6 +104,55 @@ macro_rules! resolve_table {
 }
 pub(crate) use resolve_table;
 
+/// Declares a driver library's table of entry points from one list that names each entry point once,
+/// as its C symbol with its C signature (as LLVM's `DLWRAP` lists do), and builds from it everything
+/// that needs the list: the table (one `unsafe extern "C" fn` field per entry point, `Copy`), its
+/// `NAMES` and `RETURNS` (each entry point's return type as written, empty for none), its `resolve`
+/// from a [`Library`] (naming the first missing symbol), and `$in_scope!()`, which makes the table of
+/// the functions of the same names in the scope it is used in (a simulated driver's).
+macro_rules! entry_points {
+    (
+        $(#[$meta:meta])*
+        pub struct $table:ident, from the scope by $in_scope:ident;
+        $( $name:ident: fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?; )*
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy)]
+        #[allow(missing_docs, non_snake_case)]
+        pub struct $table {
+            $( pub $name: unsafe extern "C" fn($($arg: $ty),*) $(-> $ret)?, )*
+        }
+
+        impl $table {
+            /// Every entry point, in the list's order.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+            /// Every entry point with its return type as the list writes it (empty when it returns
+            /// nothing).
+            pub const RETURNS: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($name), stringify!($($ret)?))),*];
+
+            /// Resolves every entry point in `library`, or names the first one it lacks (so a library
+            /// too old, or not the one expected, is reported by what is missing). The pointers are
+            /// valid only while `library` stays loaded; the caller keeps it open while it uses them.
+            pub fn resolve(library: &::libloading::os::unix::Library) -> Result<$table, &'static str> {
+                // Every field's type is the entry point's C signature, as the list says.
+                $crate::backend::gpu::library::resolve_table!(library, $table { $($name),* })
+            }
+        }
+
+        /// The table of the functions named as the entry points in the scope where it is used.
+        #[allow(unused_macros)]
+        macro_rules! $in_scope {
+            () => {
+                $table { $($name),* }
+            };
+        }
+        #[allow(unused_imports)]
+        pub(crate) use $in_scope;
+    };
+}
+pub(crate) use entry_points;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +205,32 @@ mod tests {
             }
             _ => panic!("a missing symbol resolved"),
         }
+    }
+
+    entry_points! {
+        /// Two entry points of the C library, to try the list out.
+        pub struct Listed, from the scope by listed_in_scope;
+        getpid: fn() -> libc::pid_t;
+        free: fn(ptr: *mut std::ffi::c_void);
+    }
+
+    #[test]
+    fn one_list_gives_the_table_its_names_and_both_ways_to_fill_it() {
+        assert_eq!(Listed::NAMES, &["getpid", "free"]);
+        assert_eq!(Listed::RETURNS, &[("getpid", "libc::pid_t"), ("free", "")]);
+        let opened = open_first(&["libc.so.6"], Listed::resolve).unwrap();
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { (opened.functions.getpid)() };
+        assert_eq!(pid, std::process::id() as libc::pid_t);
+        // A simulated library: functions of the entry points' names in scope.
+        unsafe extern "C" fn getpid() -> libc::pid_t {
+            -7
+        }
+        unsafe extern "C" fn free(_ptr: *mut std::ffi::c_void) {}
+        let simulated = listed_in_scope!();
+        // SAFETY: the function above has no preconditions.
+        assert_eq!(unsafe { (simulated.getpid)() }, -7);
+        // SAFETY: free of NULL does nothing.
+        unsafe { (simulated.free)(std::ptr::null_mut()) };
     }
 }
