@@ -345,6 +345,26 @@ impl AmdgpuBackend {
             None => crate::util::elf::header(header).and_then(|h| TargetId::from_header(&h)),
         }
     }
+
+    /// The one copy between host memory at `host` and device memory at `device_ptr` that both
+    /// [`Backend::copy_to_device`] (`to_device`) and [`Backend::copy_to_host`] are.
+    ///
+    /// # Safety
+    /// Both ranges are valid for `size` bytes until `queue` is synchronised.
+    unsafe fn copy_with_host(
+        &self,
+        device: usize,
+        to_device: bool,
+        host: *mut c_void,
+        device_ptr: *mut c_void,
+        size: usize,
+        queue: &AmdStream,
+    ) -> Result<()> {
+        let max = self.config.amdgpu.max_async_copy_bytes;
+        let device = &self.devices[device];
+        // SAFETY: forwarded from this function's contract.
+        unsafe { queue.copy_host(device, &self.direct, max, to_device, host, device_ptr, size) }
+    }
 }
 
 /// What a symbol lookup that found nothing means.
@@ -535,19 +555,8 @@ impl Backend for AmdgpuBackend {
         size: usize,
         queue: &AmdStream,
     ) -> Result<()> {
-        let max = self.config.amdgpu.max_async_copy_bytes;
         // SAFETY: forwarded from this function's contract.
-        unsafe {
-            queue.copy_host(
-                &self.devices[device],
-                &self.direct,
-                max,
-                true,
-                src.cast_mut(),
-                dst,
-                size,
-            )
-        }
+        unsafe { self.copy_with_host(device, true, src.cast_mut(), dst, size, queue) }
     }
 
     unsafe fn copy_to_host(
@@ -558,19 +567,8 @@ impl Backend for AmdgpuBackend {
         size: usize,
         queue: &AmdStream,
     ) -> Result<()> {
-        let max = self.config.amdgpu.max_async_copy_bytes;
         // SAFETY: forwarded from this function's contract.
-        unsafe {
-            queue.copy_host(
-                &self.devices[device],
-                &self.direct,
-                max,
-                false,
-                dst,
-                src.cast_mut(),
-                size,
-            )
-        }
+        unsafe { self.copy_with_host(device, false, dst, src.cast_mut(), size, queue) }
     }
 
     fn can_exchange(&self, src_device: usize, dst_device: usize) -> bool {
