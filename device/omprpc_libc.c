@@ -1,4 +1,5 @@
-/* omprpc's device library: the C library calls of unchanged OpenMP programs, carried out on the host.
+/* omprpc's device library: the C library calls of unchanged OpenMP programs that are carried out on the
+ * host (the other files of device/ hold those that run on the device).
  *
  * Built for every GPU target omprpc serves (scripts/build-device-lib.sh) into libomprpc-device.a,
  * which a program links with `-lomprpc-device`: its target regions' printf, puts, stdio, malloc
@@ -12,18 +13,11 @@
  * call the host's C library directly) gets an empty object. Tests build this file for the host device
  * with OMPRPC_LIBC_PREFIX defined, which names every function omprpc_libc_<name> instead, so that the
  * library's code runs through omprpc's host device without replacing the host's C library. */
-#include <stddef.h>
-#include <stdint.h>
+#include "omprpc_libc_common.h"
 
-#if defined(__NVPTX__) || defined(__AMDGCN__) || defined(OMPRPC_LIBC_PREFIX)
+#ifdef OMPRPC_LIBC_DEFINED
 
 #include "omprpc_device.h"
-
-#ifdef OMPRPC_LIBC_PREFIX
-#define OMPRPC_LIBC_(name) omprpc_libc_##name
-#else
-#define OMPRPC_LIBC_(name) name
-#endif
 
 /* The C library's stream type, as the program's headers name it; only its address matters here. */
 typedef struct _IO_FILE omprpc_libc_FILE_;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds omprpc's device library, libomprpc-device.a, from device/omprpc_libc.c for every GPU target
+# Builds omprpc's device library, libomprpc-device.a, from the sources in device/ for every GPU target
 # omprpc serves (NVIDIA sm_70 to sm_90 as LLVM 16 builds them: 70 72 75 80 86 89 90; AMD gfx906, gfx908,
 # gfx90a, gfx940, gfx1030, gfx1100): one object per
 # target, each a host object carrying the device code in its .llvm.offloading section, which is what
@@ -16,20 +16,25 @@ cuda=${OMPRPC_TOOLCHAINS:-$PWD/target/toolchains}/cuda
 command -v clang-16 >/dev/null || { echo "no clang-16; run: sh scripts/setup-debian.sh" >&2; exit 1; }
 rm -rf "$work"
 mkdir -p "$work"
-flags="-O2 -Wall -Werror -fno-builtin -fopenmp -Iinclude -c device/omprpc_libc.c"
+flags="-O2 -Wall -Werror -fno-builtin -fopenmp -Iinclude -c"
+# One object per source and target: the linker takes a member only when the program calls into it.
 for arch in sm_70 sm_72 sm_75 sm_80 sm_86 sm_89 sm_90; do
-  # shellcheck disable=SC2086 # the flags are words
-  PATH="$cuda/bin:$PATH" clang-16 $flags -fopenmp-targets=nvptx64-nvidia-cuda \
-    -Xopenmp-target=nvptx64-nvidia-cuda -march=$arch --cuda-path="$cuda" -Wno-unknown-cuda-version \
-    -o "$work/omprpc_libc-$arch.o"
+  for source in device/*.c; do
+    # shellcheck disable=SC2086 # the flags are words
+    PATH="$cuda/bin:$PATH" clang-16 $flags "$source" -fopenmp-targets=nvptx64-nvidia-cuda \
+      -Xopenmp-target=nvptx64-nvidia-cuda -march=$arch --cuda-path="$cuda" -Wno-unknown-cuda-version \
+      -o "$work/$(basename "$source" .c)-$arch.o"
+  done
 done
 for arch in gfx906 gfx908 gfx90a gfx940 gfx1030 gfx1100; do
   libs=$(sh scripts/rocm-device-libs.sh "$arch" "$work")
-  # shellcheck disable=SC2086
-  clang-16 $flags -fopenmp-targets=amdgcn-amd-amdhsa -Xopenmp-target=amdgcn-amd-amdhsa -march=$arch \
-    --rocm-device-lib-path="$libs" -o "$work/omprpc_libc-$arch.o"
+  for source in device/*.c; do
+    # shellcheck disable=SC2086
+    clang-16 $flags "$source" -fopenmp-targets=amdgcn-amd-amdhsa -Xopenmp-target=amdgcn-amd-amdhsa \
+      -march=$arch --rocm-device-lib-path="$libs" -o "$work/$(basename "$source" .c)-$arch.o"
+  done
 done
 rm -f "$out/libomprpc-device.a"
-ar rcs "$out/libomprpc-device.a" "$work"/omprpc_libc-*.o
+ar rcs "$out/libomprpc-device.a" "$work"/*.o
 cp include/omprpc_libc.h include/omprpc_device.h include/omprpc.h "$out/"
 echo "$out/libomprpc-device.a: $(wc -c <"$out/libomprpc-device.a") bytes, for sm_70 to sm_90 and gfx906, gfx908, gfx90a, gfx940, gfx1030, gfx1100"

@@ -1,5 +1,6 @@
-//! omprpc's device library (`device/omprpc_libc.c`, `libomprpc-device.a`), which gives unchanged
-//! programs host services: its own code run through omprpc's host device against the host's printf,
+//! omprpc's device library (`device/`, `libomprpc-device.a`), which gives unchanged programs host
+//! services and the C library functions that run on the device: its own code run through omprpc's
+//! host device against the host's printf and glibc,
 //! unchanged programs linked with it for every GPU target, and the printf argument layout it relies on
 //! checked against the struct clang-16 builds for nvptx64 and amdgcn. Host services need the `rpc`
 //! feature.
@@ -141,14 +142,19 @@ fn library_dir() -> PathBuf {
 
 /// Builds `c_tests/gpu/unchanged.c` for `gpu` with `extra` flags; the compiler's output on failure.
 fn build_unchanged(gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
+    build_gpu_program("unchanged", gpu, extra)
+}
+
+/// Builds `c_tests/gpu/<name>.c` for `gpu` with `extra` flags; the compiler's output on failure.
+fn build_gpu_program(name: &str, gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
     let exe = support::scratch()
         .join("gpu")
-        .join(format!("unchanged-{}-{}", gpu.arch(), extra.len()));
+        .join(format!("{name}-{}-{}", gpu.arch(), extra.len()));
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let out = gpu
         .compiler("clang-16")
         .args(["-O2", "-Wall", "-Werror"])
-        .arg(support::root().join("c_tests/gpu/unchanged.c"))
+        .arg(support::root().join(format!("c_tests/gpu/{name}.c")))
         // After the source, as a linker needs an archive after the objects that use it.
         .args(extra)
         .arg("-o")
@@ -266,6 +272,132 @@ fn unchanged_programs_link_with_the_library_for_every_gpu_target() {
             {
                 failures.push(format!("{gpu:?}: __llvm_omp_vprintf is not defined in the image"));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The C library functions that run on the device (`device/ctype.c`, `string.c`, `stdlib.c`) give
+/// glibc's results for the same inputs: `c_tests/libc_differential.c` calls both on tens of thousands of
+/// cases in a target region on the host device (built without builtins, so that each call is one).
+#[test]
+fn the_librarys_own_functions_give_glibcs_results() {
+    let exe = support::build_program_with("libc_differential.c", &["-fno-builtin"]);
+    let out = run(&exe, &[], Plugin::Ours, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check_ours_ran(&stderr).unwrap();
+    let summary = stdout.lines().last().unwrap_or_default();
+    let (checks, mismatches) = summary
+        .strip_suffix(" mismatches")
+        .and_then(|rest| rest.split_once(" checks, "))
+        .unwrap_or_else(|| panic!("no summary in:\n{stdout}{stderr}"));
+    let checks: u64 = checks.parse().unwrap();
+    assert!(
+        out.status.success() && mismatches == "0",
+        "the library against glibc:\n{stdout}{stderr}"
+    );
+    assert!(checks > 50_000, "only {checks} cases were compared");
+}
+
+/// The C library calls of `c_tests/gpu/libc_calls.c` that run on the device, which the device link must
+/// find defined (glibc's ctype macros read `__ctype_*_loc`; `errno` is `__errno_location`).
+const DEVICE_CALLS: [&str; 66] = [
+    "__ctype_b_loc",
+    "__ctype_tolower_loc",
+    "__ctype_toupper_loc",
+    "__errno_location",
+    "isalnum",
+    "isalpha",
+    "isdigit",
+    "isspace",
+    "tolower",
+    "toupper",
+    "wctob",
+    "strlen",
+    "strnlen",
+    "strcmp",
+    "strncmp",
+    "strcasecmp",
+    "strncasecmp",
+    "strcoll",
+    "memcmp",
+    "bcmp",
+    "strchr",
+    "strrchr",
+    "strchrnul",
+    "index",
+    "rindex",
+    "memchr",
+    "memrchr",
+    "strstr",
+    "strcasestr",
+    "memmem",
+    "strpbrk",
+    "strspn",
+    "strcspn",
+    "strcpy",
+    "strcat",
+    "strncat",
+    "stpcpy",
+    "strncpy",
+    "stpncpy",
+    "strlcpy",
+    "strlcat",
+    "strxfrm",
+    "bcopy",
+    "bzero",
+    "mempcpy",
+    "memccpy",
+    "strtok",
+    "strtok_r",
+    "strsep",
+    "strdup",
+    "strndup",
+    "strtol",
+    "strtoul",
+    "strtoll",
+    "strtoull",
+    "strtoimax",
+    "strtoumax",
+    "atoi",
+    "atol",
+    "atoll",
+    "div",
+    "qsort",
+    "qsort_r",
+    "bsearch",
+    "srand",
+    "rand",
+];
+
+/// A program that calls the C library functions that run on the device links with the library for
+/// every GPU target, and without it does not (so that the check sees a missing one).
+#[test]
+fn c_library_functions_that_run_on_the_device_link_for_every_gpu_target() {
+    let dir = library_dir();
+    let gnu = "-D_GNU_SOURCE".to_string();
+    let err = build_gpu_program("libc_calls", Gpu::Amdgcn("gfx90a"), std::slice::from_ref(&gnu))
+        .expect_err("linked without the library");
+    assert!(err.contains("undefined symbol: strlen"), "{err}");
+    let flags = vec![gnu, format!("-L{}", dir.display()), "-lomprpc-device".to_string()];
+    let mut failures = Vec::new();
+    for gpu in GPUS {
+        let exe = match build_gpu_program("libc_calls", gpu, &flags) {
+            Ok(exe) => exe,
+            Err(e) => {
+                failures.push(format!("{gpu:?} did not build:\n{e}"));
+                continue;
+            }
+        };
+        let image = support::extract_image(&exe, gpu);
+        let undefined: Vec<String> = symbols(&image, &exe.with_extension("image"))
+            .into_iter()
+            .filter(|(_, section, name)| section == "UND" && DEVICE_CALLS.contains(&name.as_str()))
+            .map(|(_, _, name)| name)
+            .collect();
+        if !undefined.is_empty() {
+            failures.push(format!("{gpu:?}: undefined in the image: {undefined:?}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

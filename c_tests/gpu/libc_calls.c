@@ -1,0 +1,100 @@
+/* An unchanged program's C library calls that need no host: ctype.h (the macros of glibc's header, and
+ * the functions), string.h and strings.h, stdlib.h's and inttypes.h's integer functions, errno, wctob.
+ * Built for each GPU target with -lomprpc-device by tests/device_library.rs, which checks that the
+ * device link finds each defined. The text they work on depends on argc, so that no call is folded away.
+ * Built with -D_GNU_SOURCE (for memmem, strchrnul and the like): clang-16's AMD pass includes the C
+ * library's headers before the program's first line. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <wchar.h>
+
+/* BSD's, which glibc declares from 2.38 on (Debian 12 has 2.36): a program declares them itself. */
+size_t strlcpy(char *dst, const char *src, size_t size);
+size_t strlcat(char *dst, const char *src, size_t size);
+
+static int by_value(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+static int by_value_r(const void *a, const void *b, void *sign) { return *(int *)sign * by_value(a, b); }
+
+int main(int argc, char **argv) {
+  long status = 0;
+  (void)argv;
+#pragma omp target map(tofrom : status)
+  {
+    char text[48] = " 12 apples, 7 pears;0x1F";
+    text[1] += argc > 5; /* unknown to the compiler */
+    int c = text[argc];
+    status += isalnum(c) + isalpha(c) + isascii(c) + isblank(c) + iscntrl(c) + isdigit(c) + isgraph(c) +
+              islower(c) + isprint(c) + ispunct(c) + isspace(c) + isupper(c) + isxdigit(c) + toascii(c) +
+              tolower(c) + toupper(c) + wctob((unsigned)c);
+    /* The same, as functions rather than glibc's macros. */
+    status += (isalnum)(c) + (isalpha)(c) + (isdigit)(c) + (isspace)(c) + (tolower)(c) + (toupper)(c);
+    char copy[96], *place = NULL, *end = NULL;
+    status += (long)strlen(text) + (long)strnlen(text, 4) + strcmp(text, "x") + strncmp(text, "x", 2) +
+              strcasecmp(text, "X") + strncasecmp(text, "X", 1) + strcoll(text, "y") +
+              memcmp(text, "a", 1) + bcmp(text, "b", 1);
+    status += strchr(text, c) != NULL;
+    status += strrchr(text, c) != NULL;
+    status += strchrnul(text, c) != NULL;
+    status += index(text, c) != NULL;
+    status += rindex(text, c) != NULL;
+    status += memchr(text, c, 8) != NULL;
+    status += memrchr(text, c, 8) != NULL;
+    status += strstr(text, "pear") != NULL;
+    status += strcasestr(text, "PEAR") != NULL;
+    status += memmem(text, 20, "7", 1) != NULL;
+    status += strpbrk(text, ",;") != NULL;
+    status += (long)strspn(text, " 12") + (long)strcspn(text, ",");
+    strcpy(copy, text);
+    strcat(copy, "!");
+    strncat(copy, "??", 1);
+    status += stpcpy(copy + 40, "end") - copy;
+    strncpy(copy + 50, text, 6);
+    status += stpncpy(copy + 60, text, 5) - copy;
+#if defined(__NVPTX__) || defined(__AMDGCN__) /* the host's glibc has neither */
+    status += (long)strlcpy(copy + 70, text, 8) + (long)strlcat(copy + 70, text, 12);
+#endif
+    status += (long)strxfrm(copy + 80, "ab", 4);
+    memmove(copy + 1, copy, 10);
+    bcopy(copy, copy + 2, 5);
+    memset(copy + 3, c, 4);
+    bzero(copy + 5, 2);
+    status += (char *)mempcpy(copy + 20, text, 4) - copy;
+    status += memccpy(copy + 30, text, ',', 12) != NULL;
+    char *token = strtok(copy, " ,;");
+    while (token)
+      token = strtok(NULL, " ,;");
+    status += strtok_r(text + 20, "x", &place) != NULL;
+    place = copy;
+    status += strsep(&place, " ") != NULL;
+    char *dup = strdup(text), *ndup = strndup(text, 3);
+    status += dup && ndup;
+    free(dup);
+    free(ndup);
+    errno = 0;
+    status += strtol(text, &end, 10) + (long)strtoul(text + 1, NULL, 0) + strtoll(text, NULL, 16) +
+              (long)strtoull(text, NULL, 36) + (long)strtoimax(text + 20, NULL, 0) +
+              (long)strtoumax(text + 20, NULL, 16) + atoi(text) + atol(text) + atoll(text + 11) + errno;
+    status += abs(c - 100) + labs(c - 100L) + llabs(c - 100LL) + (long)imaxabs(c - 100);
+    /* (clang-16 refuses a member of a call's result inside a target region: named results.) */
+    div_t d = div(c, 7);
+    ldiv_t ld = ldiv(c, 7L);
+    lldiv_t lld = lldiv(c, 7LL);
+    imaxdiv_t imd = imaxdiv(c, 7);
+    status += d.quot + ld.rem + lld.quot + (long)imd.rem;
+    int values[8] = {5, 3, 9, 1, c, 7, 2, 8};
+    qsort(values, 8, sizeof values[0], by_value);
+    int sign = -1;
+    qsort_r(values, 8, sizeof values[0], by_value_r, &sign);
+    int key = 7;
+    status += bsearch(&key, values, 8, sizeof values[0], by_value) != NULL;
+    srand((unsigned)c);
+    status += rand();
+  }
+  printf("%ld\n", status);
+  return 0;
+}
