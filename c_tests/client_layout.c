@@ -30,11 +30,14 @@ int main(void) {
   SAME(ABORT);
   SAME(FEOF);
   SAME(FERROR);
+  SAME(CLEARERR);
   SAME(FSEEK);
   SAME(FTELL);
   SAME(FFLUSH);
+  SAME(UNGETC);
   SAME(REMOVE);
-  printf("own PRINTF %d ASSERT_FAIL %d\n", (int)OMPRPC_OP_PRINTF, (int)OMPRPC_OP_ASSERT_FAIL);
+  printf("own PRINTF %d ASSERT_FAIL %d HOST_FUNCTION %d\n", (int)OMPRPC_OP_PRINTF, (int)OMPRPC_OP_ASSERT_FAIL,
+         (int)OMPRPC_OP_HOST_FUNCTION);
   printf("lanes %u\n", __omprpc_rpc_lanes);
   return 0;
 }

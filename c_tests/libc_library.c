@@ -4,7 +4,7 @@
  * promotions, natural alignment; tests/device_library.rs checks that layout against clang's IR for
  * nvptx64 and amdgcn), and the host then prints the same call with its own printf: the test driver
  * compares the two halves of stdout, line by line, results included. Then the other calls: streams,
- * files, the malloc family; `exit` and `assert` with an argument.
+ * files and their characters (fgetc, getc, ungetc, clearerr), the malloc family; `exit` and `assert` with an argument.
  *
  * Built with -DOMPRPC_SIMULATED_LANES=32 or 64, the threads of a parallel region play the lanes of one
  * warp (see omprpc_device.h): every lane makes every call at once, with a printf of its own too, and
@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
   int results[LANES][32] = {{0}}, cases = 0, lanes_agree = 1;
   char read_back[LANES][64] = {{0}};
   long position = 0;
-  int stream_results[LANES][12] = {{0}};
+  int stream_results[LANES][18] = {{0}};
   long process = (long)getpid();
 #pragma omp target map(tofrom : results, cases, read_back, position, stream_results) map(to : process)
 #pragma omp parallel num_threads(LANES)
@@ -149,6 +149,15 @@ int main(int argc, char **argv) {
     r[7] = omprpc_libc_fseek(f, 0, SEEK_SET);
     omprpc_libc_fgets(read_back[lane], sizeof read_back[lane], f);
     r[8] = omprpc_libc_feof(f) + 2 * omprpc_libc_ferror(f);
+    /* Characters: two read, one pushed back and read again, EOF and its flag cleared. */
+    r[12] = omprpc_libc_fseek(f, 0, SEEK_SET);
+    r[13] = omprpc_libc_fgetc(f) * 1000 + omprpc_libc_getc(f);
+    r[14] = omprpc_libc_ungetc('Q', f);
+    r[15] = omprpc_libc_fgetc(f);
+    omprpc_libc_fseek(f, 0, SEEK_END);
+    r[16] = omprpc_libc_fgetc(f) * 10 + omprpc_libc_feof(f);
+    omprpc_libc_clearerr(f);
+    r[17] = omprpc_libc_feof(f) + omprpc_libc_ferror(f);
     r[9] = omprpc_libc_fclose(f);
     r[10] = omprpc_libc_remove(path);
     /* Memory. */
@@ -196,6 +205,7 @@ int main(int argc, char **argv) {
   int *r = stream_results[0];
   printf("streams: %d %d %d %d | %d %d %d %ld %d %d %d %d | %s", r[0], r[1], r[2], r[3], r[4], r[5], r[6], position,
          r[7], r[8], r[9], r[10], read_back[0]);
+  printf("characters: %d %d %d %d %d %d\n", r[12], r[13], r[14], r[15], r[16], r[17]);
   printf("memory: %d\n", r[11]);
   printf("lanes agree: %d\n", lanes_agree);
   fflush(stdout);

@@ -99,6 +99,16 @@ int OMPRPC_LIBC_(ferror)(omprpc_libc_FILE_ *stream) { return omprpc_ferror(omprp
 
 int OMPRPC_LIBC_(remove)(const char *path) { return omprpc_remove(path); }
 
+int OMPRPC_LIBC_(fgetc)(omprpc_libc_FILE_ *stream) { return omprpc_fgetc(omprpc_libc_stream_(stream)); }
+int OMPRPC_LIBC_(getc)(omprpc_libc_FILE_ *stream) { return omprpc_fgetc(omprpc_libc_stream_(stream)); }
+int OMPRPC_LIBC_(getchar)(void) { return omprpc_fgetc(OMPRPC_STDIN); }
+int OMPRPC_LIBC_(ungetc)(int c, omprpc_libc_FILE_ *stream) { return omprpc_ungetc(c, omprpc_libc_stream_(stream)); }
+void OMPRPC_LIBC_(clearerr)(omprpc_libc_FILE_ *stream) { omprpc_clearerr(omprpc_libc_stream_(stream)); }
+
+/* LLVM libc 19's extension, with its prototype (nvlink refuses another): the host calls fn with a copy
+ * of the bytes. omprpc_device.h's omprpc_host_call also returns fn's result. */
+void OMPRPC_LIBC_(rpc_host_call)(void *fn, void *data, size_t size) { (void)omprpc_host_call(fn, data, size); }
+
 /* ---- Memory ----------------------------------------------------------------------------------------
  * Blocks of the device heap the plugin reserves (RPC MALLOC/FREE). Each block starts 16 bytes before
  * the pointer handed out: the heap's own pointer (which differs for aligned_alloc) and the size asked

@@ -322,13 +322,17 @@ enum {
   OMPRPC_OP_ABORT = 13,
   OMPRPC_OP_FEOF = 14,
   OMPRPC_OP_FERROR = 15,
+  OMPRPC_OP_CLEARERR = 16,
   OMPRPC_OP_FSEEK = 17,
   OMPRPC_OP_FTELL = 18,
   OMPRPC_OP_FFLUSH = 19,
+  OMPRPC_OP_UNGETC = 20,
   OMPRPC_OP_REMOVE = 27,
-  /* The plugin's own: printf formatted by the host's C library, and a failed assert. */
+  /* The plugin's own: printf formatted by the host's C library, a failed assert, and rpc_host_call
+   * with the function's address checked and its result returned. */
   OMPRPC_OP_PRINTF = 0x7f00,
   OMPRPC_OP_ASSERT_FAIL = 0x7f01,
+  OMPRPC_OP_HOST_FUNCTION = 0x7f02,
   OMPRPC_OP_FIRST_USER = 0x8000
 };
 
@@ -761,6 +765,51 @@ static inline int omprpc_ferror(omprpc_file *f) {
     return 1;
   OMPRPC_HOST_OR_(ferror(omprpc_host_stream_(f)), 1);
   return (int)omprpc_simple_(OMPRPC_OP_FERROR, (uintptr_t)f, 0, 0);
+}
+
+static inline void omprpc_clearerr(omprpc_file *f) {
+  if (!f)
+    return;
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active()) {
+    clearerr(omprpc_host_stream_(f));
+    return;
+  }
+#else
+  if (!omprpc_rpc_active())
+    return;
+#endif
+  (void)omprpc_simple_(OMPRPC_OP_CLEARERR, (uintptr_t)f, 0, 0);
+}
+
+/* Pushes c back onto the host stream; returns c, or EOF (-1). */
+static inline int omprpc_ungetc(int c, omprpc_file *f) {
+  if (!f)
+    return -1;
+  OMPRPC_HOST_OR_(ungetc(c, omprpc_host_stream_(f)), -1);
+  return (int)omprpc_simple_(OMPRPC_OP_UNGETC, (uint64_t)(int64_t)c, (uintptr_t)f, 0);
+}
+
+/* The next byte of the host stream, or EOF (-1), as LLVM libc reads it: a one-byte fread. */
+static inline int omprpc_fgetc(omprpc_file *f) {
+  unsigned char c;
+  return omprpc_fread(&c, 1, 1, f) == 1 ? c : -1;
+}
+
+/* LLVM libc's rpc_host_call: the host calls fn, a host function taking a pointer, with a copy of the
+ * size bytes at data, and this returns what fn returned (0 when the host refused fn's address: it must
+ * lie in the program's or a library's code). */
+static inline unsigned long long omprpc_host_call(void *fn, const void *data, size_t size) {
+  OMPRPC_HOST_OR_(((unsigned long long (*)(void *))fn)((void *)data), 0);
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  packet.data[0] = (uintptr_t)fn;
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_HOST_FUNCTION);
+  omprpc_send_n(&port, data, size);
+  omprpc_send(&port, &packet);
+  omprpc_recv(&port, &packet);
+  omprpc_close(&port);
+  return packet.data[0];
 }
 
 static inline int omprpc_remove(const char *path) {

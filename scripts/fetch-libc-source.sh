@@ -5,13 +5,15 @@
 # private apt configuration with a deb-src line for the Debian archive that apt's own sources already
 # name, found by scripts/apt-mirror.sh; the system's sources are not changed), and keeps only
 # what the client and libc's GPU stdio, stdlib and printf need (libc/src/{__support,stdio,stdlib,gpu,
-# string,errno}, libc/include, libc/hdr; about 20 MiB) under $OMPRPC_CACHE/libc-19.1.7 (default
+# string,errno}, libc/include, libc/hdr, and LLVM's own tests of libc in target regions,
+# offload/test/libc; about 20 MiB) under $OMPRPC_CACHE/libc-19.1.7 (default
 # ~/.cache/omprpc), outside the checkout, so that later runs on the machine do not fetch it again.
 # Prints the folder that holds libc/. Fails (exit 1) with the reason when the source cannot be had.
 set -eu
 cache=${OMPRPC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/omprpc}
 dest="$cache/libc-19.1.7"
-if [ -f "$dest/libc/src/__support/RPC/rpc_client.h" ] && [ -f "$dest/libc/src/gpu/rpc_fprintf.cpp" ]; then
+if [ -f "$dest/libc/src/__support/RPC/rpc_client.h" ] && [ -f "$dest/libc/src/gpu/rpc_fprintf.cpp" ] &&
+  [ -f "$dest/offload/test/libc/host_call.c" ]; then
   echo "$dest"
   exit 0
 fi
@@ -37,7 +39,8 @@ rm -rf "$dest.tmp"
 mkdir -p "$dest.tmp"
 tar -xf "$orig" -C "$dest.tmp" --strip-components=1 --wildcards \
   '*/libc/src/__support/*' '*/libc/src/stdio/*' '*/libc/src/stdlib/*' '*/libc/src/gpu/*' \
-  '*/libc/src/string/*' '*/libc/src/errno/*' '*/libc/include/*' '*/libc/hdr/*' >&2
+  '*/libc/src/string/*' '*/libc/src/errno/*' '*/libc/include/*' '*/libc/hdr/*' \
+  '*/offload/test/libc/*' >&2
 if [ ! -f "$dest.tmp/libc/src/__support/RPC/rpc_client.h" ]; then
   echo "omprpc setup: $orig has no libc/src/__support/RPC/rpc_client.h" >&2
   exit 1

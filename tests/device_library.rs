@@ -71,6 +71,12 @@ fn library_code_prints_what_the_hosts_printf_prints() {
         );
         assert_eq!(
             lines.next(),
+            Some("characters: 0 119114 81 81 -9 0"),
+            "fseek, fgetc and getc ('w', 'r'), ungetc('Q') and fgetc, fgetc at the end (EOF, feof 1), \
+             clearerr (feof and ferror 0)"
+        );
+        assert_eq!(
+            lines.next(),
             Some("memory: 1"),
             "malloc, realloc, calloc, aligned_alloc"
         );
@@ -205,8 +211,13 @@ const GPUS: [Gpu; 13] = [
 ];
 
 /// The C library calls of `unchanged.c`, which the device link must find defined.
-const CALLS: [&str; 20] = [
+const CALLS: [&str; 25] = [
     "__llvm_omp_vprintf",
+    "fgetc",
+    "getc",
+    "getchar",
+    "ungetc",
+    "clearerr",
     "puts",
     "putchar",
     "fputs",
@@ -398,6 +409,70 @@ fn c_library_functions_that_run_on_the_device_link_for_every_gpu_target() {
             .collect();
         if !undefined.is_empty() {
             failures.push(format!("{gpu:?}: undefined in the image: {undefined:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// LLVM's own tests of libc in target regions (LLVM 19.1.7's `offload/test/libc`: `host_call.c`,
+/// `puts.c`, `malloc.c`, `fwrite.c`, `assert.c`, `global_ctor_dtor.cpp`), unchanged, link with the
+/// library for sm_80 and gfx90a, each call they make defined in the image; except that clang-16 itself
+/// refuses device global constructors for NVIDIA GPUs.
+#[test]
+fn llvms_own_libc_tests_link_with_the_library() {
+    let dir = library_dir();
+    let tests = support::llvm_libc_source().join("offload/test/libc");
+    let calls = ["rpc_host_call", "puts", "malloc", "free", "fwrite", "__assert_fail"];
+    let mut failures = Vec::new();
+    for name in [
+        "host_call.c",
+        "puts.c",
+        "malloc.c",
+        "fwrite.c",
+        "assert.c",
+        "global_ctor_dtor.cpp",
+    ] {
+        for gpu in [Gpu::Nvptx("sm_80"), Gpu::Amdgcn("gfx90a")] {
+            let exe = support::scratch()
+                .join("gpu")
+                .join(format!("llvm-{name}-{}", gpu.arch()));
+            std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+            let out = gpu
+                .compiler(if name.ends_with(".cpp") {
+                    "clang++-16"
+                } else {
+                    "clang-16"
+                })
+                .arg("-O2")
+                .arg(tests.join(name))
+                .arg(format!("-L{}", dir.display()))
+                .arg("-lomprpc-device")
+                .arg("-o")
+                .arg(&exe)
+                .output()
+                .expect("clang-16");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if name.ends_with(".cpp") && matches!(gpu, Gpu::Nvptx(_)) {
+                if out.status.success() || !stderr.contains("nontrivial global ctor, which NVPTX does not support") {
+                    failures.push(format!(
+                        "{name} for {gpu:?}: clang-16 was expected to refuse it:\n{stderr}"
+                    ));
+                }
+                continue;
+            }
+            if !out.status.success() {
+                failures.push(format!("{name} for {gpu:?} did not build:\n{stderr}"));
+                continue;
+            }
+            let image = support::extract_image(&exe, gpu);
+            let undefined: Vec<String> = symbols(&image, &exe.with_extension("image"))
+                .into_iter()
+                .filter(|(_, section, name)| section == "UND" && calls.contains(&name.as_str()))
+                .map(|(_, _, name)| name)
+                .collect();
+            if !undefined.is_empty() {
+                failures.push(format!("{name} for {gpu:?}: undefined in the image: {undefined:?}"));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

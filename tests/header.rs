@@ -72,9 +72,14 @@ fn the_device_header_has_the_mailbox_layout() {
         );
         compared += 1;
     }
-    assert_eq!(compared, 18);
+    assert_eq!(compared, 20);
     use omprpc::rpc::protocol::ffi::opcode;
-    let own = format!("own PRINTF {} ASSERT_FAIL {}\n", opcode::PRINTF, opcode::ASSERT_FAIL);
+    let own = format!(
+        "own PRINTF {} ASSERT_FAIL {} HOST_FUNCTION {}\n",
+        opcode::PRINTF,
+        opcode::ASSERT_FAIL,
+        opcode::HOST_FUNCTION
+    );
     assert!(
         opcodes.contains(&own),
         "the header's own opcodes are the plugin's: {opcodes}"

@@ -474,3 +474,40 @@ fn one_devices_slow_host_call_holds_up_no_other_devices_calls() {
     assert!(line.ends_with("still held"), "{line}");
     assert!(took < 5.0, "device 1's calls waited for device 0's slow call: {line}");
 }
+
+/// LLVM libc's `rpc_host_call`, from the device library's own code, and `omprpc_host_call`: every
+/// calling thread's host call runs on the host with a copy of its bytes (and the latter returns the
+/// function's result); an address that is not
+/// a host function's (a variable's, a made-up one) is refused with one line and returns 0, and the
+/// program goes on.
+#[test]
+fn rpc_host_call_runs_host_functions_and_refuses_other_addresses() {
+    let exe = build_program("rpc_host_call.c");
+    let out = run_text(&exe, &[], Plugin::Ours, &[]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert!(
+        out.status.success(),
+        "{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    check_ours_ran(stderr).unwrap();
+    let summary = stdout.lines().last().unwrap_or_default();
+    let calls: usize = summary
+        .strip_prefix("calls ")
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no summary in:\n{stdout}"));
+    assert!(calls >= 2, "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("Thread: ")).count(),
+        2 * calls,
+        "two host calls (rpc_host_call, omprpc_host_call) per calling thread:\n{stdout}"
+    );
+    assert!(
+        summary.ends_with("results as returned 1, device bytes untouched 1, refused calls give 1000"),
+        "{summary}"
+    );
+    let refusals: Vec<&str> = stderr.lines().filter(|l| l.contains("rpc_host_call")).collect();
+    assert_eq!(refusals.len(), 2, "{stderr}");
+    assert!(refusals[1].contains("0x1234 is not in the code"), "{stderr}");
+}

@@ -33,30 +33,9 @@ const LIBC_SOURCES: [&str; 15] = [
     "src/stdio/gpu/remove.cpp",
 ];
 
-/// The folder holding `libc/` of LLVM 19.1.7, fetched on first use.
-fn libc_source() -> PathBuf {
-    static SOURCE: OnceLock<PathBuf> = OnceLock::new();
-    SOURCE
-        .get_or_init(|| {
-            let out = Command::new("sh")
-                .arg(support::root().join("scripts/fetch-libc-source.sh"))
-                .output()
-                .expect("running sh");
-            assert!(
-                out.status.success(),
-                "LLVM libc 19.1.7's source could not be fetched, so its client cannot be tested:\n{}\
-                 Fetch it with: sh scripts/fetch-libc-source.sh (run by {})",
-                String::from_utf8_lossy(&out.stderr),
-                support::SETUP
-            );
-            PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-        })
-        .clone()
-}
-
 /// clang-16's flags for device code that includes libc's sources, for the host-offload target.
 fn libc_flags() -> Vec<String> {
-    let libc = libc_source().join("libc");
+    let libc = support::llvm_libc_source().join("libc");
     vec![
         "-O1".into(),
         "-fPIC".into(),
@@ -281,7 +260,7 @@ fn libraries_with_their_own_libc_clients_share_a_device() {
 #[test]
 fn clang_16_cannot_build_libc_19s_gpu_client_and_says_why() {
     support::require_gpu_toolchains();
-    let libc = libc_source().join("libc");
+    let libc = support::llvm_libc_source().join("libc");
     let source = out_dir().join("gpu_client.cpp");
     std::fs::write(
         &source,

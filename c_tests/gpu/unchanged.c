@@ -21,6 +21,8 @@ int main(int argc, char **argv) {
     status += printf("%d %s %f %c %ld %p %Lf %5.2e|\n", 1, "two", 3.0, 'c', 5L, (void *)0, (long double)2.5, 1e10);
     status += puts("puts");
     status += putchar('!');
+    if (argc > 3)
+      status += getchar();
     status += fputs("to stderr\n", stderr);
     status += fprintf(stdout, "fprintf %d %s\n", 42, "x");
     status += log_line(7);
@@ -34,6 +36,9 @@ int main(int argc, char **argv) {
         status += (int)ftell(f) + feof(f) + ferror(f);
       char back[4];
       status += (int)fread(back, 1, sizeof back, f);
+      fseek(f, 0, SEEK_SET);
+      status += fgetc(f) + getc(f) + ungetc('x', f);
+      clearerr(f);
       fclose(f);
       remove("unchanged.tmp");
     }

@@ -671,3 +671,25 @@ pub fn mask_addresses(text: &str) -> String {
     masked.push_str(rest);
     masked
 }
+
+/// The folder holding `libc/` (and `offload/test/libc/`) of LLVM 19.1.7, fetched on first use by
+/// `scripts/fetch-libc-source.sh`.
+pub fn llvm_libc_source() -> PathBuf {
+    static SOURCE: OnceLock<PathBuf> = OnceLock::new();
+    SOURCE
+        .get_or_init(|| {
+            let out = Command::new("sh")
+                .arg(root().join("scripts/fetch-libc-source.sh"))
+                .output()
+                .expect("running sh");
+            assert!(
+                out.status.success(),
+                "LLVM libc 19.1.7's source could not be fetched, so its client cannot be tested:\n{}\
+                 Fetch it with: sh scripts/fetch-libc-source.sh (run by {})",
+                String::from_utf8_lossy(&out.stderr),
+                SETUP
+            );
+            PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+        })
+        .clone()
+}

@@ -101,6 +101,10 @@ pub mod opcode {
     pub const PRINTF: u16 = 0x7f00;
     /// The plugin's `assert` failure: the host's C library reports it and aborts (`rpc::printf`).
     pub const ASSERT_FAIL: u16 = 0x7f01;
+    /// The plugin's `rpc_host_call`: a host function called with bytes the device sent, its address
+    /// checked first, its result sent back (`rpc::services::host_call`). LLVM libc's own client
+    /// sends its `HOST_CALL` (12), which libc's server serves as it is.
+    pub const HOST_FUNCTION: u16 = 0x7f02;
 
     /// Whether libc's server handles `op` itself (such opcodes cannot be overridden).
     pub fn is_built_in(op: u16) -> bool {
@@ -164,6 +168,7 @@ pub mod opcode {
         match op {
             PRINTF => Some("PRINTF"),
             ASSERT_FAIL => Some("ASSERT_FAIL"),
+            HOST_FUNCTION => Some("HOST_FUNCTION"),
             _ => NAMES.get(usize::from(op)).copied(),
         }
     }

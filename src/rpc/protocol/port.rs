@@ -31,6 +31,16 @@ impl HostBytes {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// Whether the lane sent a string (it was active), however short: an inactive lane's is absent.
+    pub fn sent(&self) -> bool {
+        !self.ptr.is_null()
+    }
+
+    /// The bytes, for a call that may write them (the host's copy; the device's are not touched).
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+
     /// Gives up ownership: the caller frees the pointer with `free()`.
     pub fn into_raw(self) -> (*mut c_void, usize) {
         let raw = (self.ptr.cast(), self.len);

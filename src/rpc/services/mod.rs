@@ -1,8 +1,10 @@
 //! What a host call does on the host for the plugin's own opcodes: device `malloc` and `free` from a
-//! heap, `printf` through the host's C library, the C streams device code reaches, and `assert`.
+//! heap, `printf` through the host's C library, the C streams device code reaches, `assert`, and LLVM
+//! libc's `rpc_host_call`.
 
 pub mod assertion;
 pub mod exit;
 pub mod heap;
+pub mod host_call;
 pub mod printf;
 pub mod streams;

@@ -200,7 +200,8 @@ impl RpcServer {
             .register(opcode::MALLOC, serve_malloc, state)
             .and_then(|()| server.register(opcode::FREE, serve_free, state))
             .and_then(|()| server.register(opcode::PRINTF, crate::rpc::services::printf::serve, state))
-            .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state));
+            .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state))
+            .and_then(|()| server.register(opcode::HOST_FUNCTION, crate::rpc::services::host_call::serve, state));
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();
