@@ -189,9 +189,11 @@ void OMPRPC_LIBC_(abort)(void) {
   __builtin_unreachable();
 }
 
-/* glibc's assert calls this; the host's C library reports it and aborts (status 134). */
-void OMPRPC_LIBC_(__assert_fail)(const char *expression, const char *file, unsigned int line,
-                                 const char *function) {
+/* A failed assert, reported by the host's C library, which aborts (status 134). Under its own name too,
+ * for omprpc_libc.h's __assert_fail on NVIDIA GPUs, where each unit's assert otherwise binds to the
+ * device runtime's (CUDA's printf, then a trap). */
+void omprpc_libc_report_assertion(const char *expression, const char *file, unsigned int line,
+                                  const char *function) {
   if (!omprpc_rpc_active())
     OMPRPC_LIBC_(abort)();
   omprpc_packet packet;
@@ -204,6 +206,12 @@ void OMPRPC_LIBC_(__assert_fail)(const char *expression, const char *file, unsig
   omprpc_send_n(&port, function, omprpc_strlen_(function) + 1);
   omprpc_close(&port);
   omprpc_halt_();
+}
+
+/* glibc's assert calls this. */
+void OMPRPC_LIBC_(__assert_fail)(const char *expression, const char *file, unsigned int line,
+                                 const char *function) {
+  omprpc_libc_report_assertion(expression, file, line, function);
 }
 
 #pragma omp end declare target

@@ -5,17 +5,19 @@
  *
  * It changes nothing in the host's pass (nor for the host device). In the GPU passes:
  *   * NVIDIA: clang-16 links its device runtime into each translation unit, binding printf to CUDA's
- *     buffered vprintf there; the definition below replaces it in every unit that includes this
- *     header, so that printf goes through omprpc like the other calls. (AMD needs no help: the
- *     library's definition is the one linked.)
+ *     buffered vprintf there, and assert to the runtime's __assert_fail (CUDA's printf, then a trap);
+ *     the definitions below replace them in every unit that includes this header, so that printf and
+ *     assert go through omprpc like the other calls. (AMD needs no help: the library's definitions
+ *     are the ones linked.)
  *   * NVIDIA and AMD: fprintf(stream, format, ...) — a variadic call, which clang-16 refuses to
  *     compile for AMD and nvlink cannot resolve — becomes omprpc_device.h's typed fprintf (at most 31
  *     arguments), printed by the host like printf.
- * Without it, printf on NVIDIA stays CUDA's, and fprintf does not build for a GPU. */
+ * Without it, printf and assert on NVIDIA stay CUDA's, and fprintf does not build for a GPU. */
 #ifndef OMPRPC_LIBC_H
 #define OMPRPC_LIBC_H
 
 #if defined(__NVPTX__) || defined(__AMDGCN__)
+#include <assert.h> /* __assert_fail declared as glibc declares it, before its definition below */
 #include <stdint.h>
 #include <stdio.h> /* declared before the macro below renames fprintf */
 
@@ -30,6 +32,19 @@ int omprpc_libc_vfprintf_struct(FILE *stream, const char *format, void *args, ui
 #if defined(__NVPTX__)
 __attribute__((weak)) int __llvm_omp_vprintf(const char *format, void *args, uint32_t size) {
   return omprpc_libc_vfprintf_struct((FILE *)OMPRPC_STDOUT, format, args, size);
+}
+/* The device library's report of a failed assert. */
+void omprpc_libc_report_assertion(const char *expression, const char *file, unsigned int line,
+                                  const char *function);
+#ifdef __cplusplus
+#define OMPRPC_LIBC_NOTHROW_ __THROW /* as glibc declares it (in C its attribute may not go here) */
+#else
+#define OMPRPC_LIBC_NOTHROW_
+#endif
+__attribute__((weak, noreturn)) void __assert_fail(const char *expression, const char *file, unsigned int line,
+                                                   const char *function) OMPRPC_LIBC_NOTHROW_ {
+  omprpc_libc_report_assertion(expression, file, line, function);
+  __builtin_unreachable();
 }
 #endif
 #pragma omp end declare target

@@ -478,6 +478,99 @@ fn llvms_own_libc_tests_link_with_the_library() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The body of the definition of `__assert_fail` in a device module's text: PTX (`.func __assert_fail`
+/// with a body) or LLVM IR (`define ... @__assert_fail(`).
+fn assert_fail_body(module: &str) -> Option<&str> {
+    let start = module.match_indices("__assert_fail").map(|(at, _)| at).find(|&at| {
+        let line_start = module[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line = &module[line_start..];
+        let header = &module[at..];
+        let definition_follows = header.find('{').is_some_and(|brace| !header[..brace].contains(';'));
+        let directive = line.trim_start_matches(".weak ").trim_start_matches(".visible ");
+        (directive.starts_with(".func") || line.starts_with("define ")) && definition_follows
+    })?;
+    let body = &module[start..];
+    Some(&body[..body.find("\n}").unwrap_or(body.len())])
+}
+
+/// Whether the `__assert_fail` that a device module defines is the library's (it reports through host
+/// services, and aborts without them) rather than LLVM 16's device runtime's (CUDA's `vprintf` and a
+/// trap on NVIDIA, a bare trap on AMD).
+fn assert_fail_is_the_librarys(module: &str) -> bool {
+    assert_fail_body(module).is_some_and(|body| {
+        (body.contains("omprpc_libc_report_assertion") || body.contains("abort")) && !body.contains("vprintf")
+    })
+}
+
+/// Builds `unchanged.c` for `gpu` with the library (and `extra`), keeping the compiler's intermediate
+/// files, and returns the text of the device module it linked: the PTX of the unit on NVIDIA, where
+/// clang-16 links the device runtime into each unit, and the linked module on AMD.
+fn linked_device_module(gpu: Gpu, extra: &[&str]) -> String {
+    let dir = support::scratch().join(format!("assert-{}-{}", gpu.arch(), extra.len()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let library = library_dir();
+    let out = gpu
+        .compiler("clang-16")
+        .current_dir(&dir)
+        .args(["-O2", "-save-temps"])
+        .args(extra)
+        .arg(support::root().join("c_tests/gpu/unchanged.c"))
+        .arg(format!("-L{}", library.display()))
+        .arg("-lomprpc-device")
+        .args(["-o", "unchanged"])
+        .output()
+        .expect("clang-16");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    match gpu {
+        Gpu::Nvptx(_) => std::fs::read_to_string(dir.join("unchanged-openmp-nvptx64-nvidia-cuda.s")).unwrap(),
+        Gpu::Amdgcn(arch) => {
+            let linked = dir.join(format!("unchanged.amdgcn-amd-amdhsa.{arch}.postlink.bc"));
+            let text = Command::new("llvm-dis-16")
+                .arg(&linked)
+                .arg("-o")
+                .arg("-")
+                .output()
+                .expect("llvm-dis-16");
+            assert!(text.status.success(), "llvm-dis-16 {}", linked.display());
+            String::from_utf8(text.stdout).unwrap()
+        }
+    }
+}
+
+/// A failed `assert` in a target region reports through the library, not through LLVM 16's device
+/// runtime, which also defines `__assert_fail`: on sm_80 with `-include omprpc_libc.h` (without it,
+/// the unit's assert is the runtime's, which the check sees), on gfx90a at link, with no header.
+#[test]
+fn the_librarys_assert_fail_is_the_one_linked() {
+    let header = library_dir().join("omprpc_libc.h").display().to_string();
+    let sm_80 = linked_device_module(Gpu::Nvptx("sm_80"), &["-include", &header]);
+    assert!(
+        assert_fail_is_the_librarys(&sm_80),
+        "sm_80: {:?}",
+        assert_fail_body(&sm_80)
+    );
+    let without_header = linked_device_module(Gpu::Nvptx("sm_80"), &["-DUNCHANGED_WITHOUT_FPRINTF"]);
+    assert!(
+        assert_fail_body(&without_header).is_some() && !assert_fail_is_the_librarys(&without_header),
+        "without the header, sm_80's unit keeps the device runtime's: {:?}",
+        assert_fail_body(&without_header)
+    );
+    let gfx90a = linked_device_module(Gpu::Amdgcn("gfx90a"), &["-DUNCHANGED_WITHOUT_FPRINTF"]);
+    assert!(
+        assert_fail_is_the_librarys(&gfx90a),
+        "gfx90a: {:?}",
+        assert_fail_body(&gfx90a)
+    );
+    // The device runtime's own, as the check sees it.
+    let runtime = Command::new("llvm-dis-16")
+        .args(["/usr/lib/llvm-16/lib/libomptarget-amdgpu-gfx90a.bc", "-o", "-"])
+        .output()
+        .expect("llvm-dis-16");
+    let runtime = String::from_utf8(runtime.stdout).unwrap();
+    assert!(assert_fail_body(&runtime).is_some() && !assert_fail_is_the_librarys(&runtime));
+}
+
 #[test]
 fn without_the_library_an_unchanged_program_does_not_link_and_with_it_needs_no_header_on_amd() {
     let dir = library_dir();
