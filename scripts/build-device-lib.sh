@@ -18,20 +18,22 @@ rm -rf "$work"
 mkdir -p "$work"
 flags="-O2 -Wall -Werror -fno-builtin -fopenmp -Iinclude -c"
 # One object per source and target: the linker takes a member only when the program calls into it.
+compiler() { case $1 in *.cpp) echo "clang++-16 -std=c++17" ;; *) echo clang-16 ;; esac; }
+object() { basename "$1" | sed 's/\.[a-z]*$//'; }
 for arch in sm_70 sm_72 sm_75 sm_80 sm_86 sm_89 sm_90; do
-  for source in device/*.c; do
+  for source in device/*.c device/*.cpp; do
     # shellcheck disable=SC2086 # the flags are words
-    PATH="$cuda/bin:$PATH" clang-16 $flags "$source" -fopenmp-targets=nvptx64-nvidia-cuda \
+    PATH="$cuda/bin:$PATH" $(compiler "$source") $flags "$source" -fopenmp-targets=nvptx64-nvidia-cuda \
       -Xopenmp-target=nvptx64-nvidia-cuda -march=$arch --cuda-path="$cuda" -Wno-unknown-cuda-version \
-      -o "$work/$(basename "$source" .c)-$arch.o"
+      -o "$work/$(object "$source")-$arch.o"
   done
 done
 for arch in gfx906 gfx908 gfx90a gfx940 gfx1030 gfx1100; do
   libs=$(sh scripts/rocm-device-libs.sh "$arch" "$work")
-  for source in device/*.c; do
+  for source in device/*.c device/*.cpp; do
     # shellcheck disable=SC2086
-    clang-16 $flags "$source" -fopenmp-targets=amdgcn-amd-amdhsa -Xopenmp-target=amdgcn-amd-amdhsa \
-      -march=$arch --rocm-device-lib-path="$libs" -o "$work/$(basename "$source" .c)-$arch.o"
+    $(compiler "$source") $flags "$source" -fopenmp-targets=amdgcn-amd-amdhsa -Xopenmp-target=amdgcn-amd-amdhsa \
+      -march=$arch --rocm-device-lib-path="$libs" -o "$work/$(object "$source")-$arch.o"
   done
 done
 rm -f "$out/libomprpc-device.a"

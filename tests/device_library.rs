@@ -148,19 +148,22 @@ fn library_dir() -> PathBuf {
 
 /// Builds `c_tests/gpu/unchanged.c` for `gpu` with `extra` flags; the compiler's output on failure.
 fn build_unchanged(gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
-    build_gpu_program("unchanged", gpu, extra)
+    build_gpu_program("unchanged.c", gpu, extra)
 }
 
-/// Builds `c_tests/gpu/<name>.c` for `gpu` with `extra` flags; the compiler's output on failure.
-fn build_gpu_program(name: &str, gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
+/// Builds `c_tests/gpu/<file>` (C, or C++17 for `.cpp`) for `gpu` with `extra` flags; the compiler's
+/// output on failure.
+fn build_gpu_program(file: &str, gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
     let exe = support::scratch()
         .join("gpu")
-        .join(format!("{name}-{}-{}", gpu.arch(), extra.len()));
+        .join(format!("{file}-{}-{}", gpu.arch(), extra.len()));
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    let cxx = file.ends_with(".cpp");
     let out = gpu
-        .compiler("clang-16")
+        .compiler(if cxx { "clang++-16" } else { "clang-16" })
         .args(["-O2", "-Wall", "-Werror"])
-        .arg(support::root().join(format!("c_tests/gpu/{name}.c")))
+        .args(if cxx { &["-std=c++17"][..] } else { &[] })
+        .arg(support::root().join("c_tests/gpu").join(file))
         // After the source, as a linker needs an archive after the objects that use it.
         .args(extra)
         .arg("-o")
@@ -388,13 +391,13 @@ const DEVICE_CALLS: [&str; 66] = [
 fn c_library_functions_that_run_on_the_device_link_for_every_gpu_target() {
     let dir = library_dir();
     let gnu = "-D_GNU_SOURCE".to_string();
-    let err = build_gpu_program("libc_calls", Gpu::Amdgcn("gfx90a"), std::slice::from_ref(&gnu))
+    let err = build_gpu_program("libc_calls.c", Gpu::Amdgcn("gfx90a"), std::slice::from_ref(&gnu))
         .expect_err("linked without the library");
     assert!(err.contains("undefined symbol: strlen"), "{err}");
     let flags = vec![gnu, format!("-L{}", dir.display()), "-lomprpc-device".to_string()];
     let mut failures = Vec::new();
     for gpu in GPUS {
-        let exe = match build_gpu_program("libc_calls", gpu, &flags) {
+        let exe = match build_gpu_program("libc_calls.c", gpu, &flags) {
             Ok(exe) => exe,
             Err(e) => {
                 failures.push(format!("{gpu:?} did not build:\n{e}"));
@@ -473,6 +476,58 @@ fn llvms_own_libc_tests_link_with_the_library() {
             if !undefined.is_empty() {
                 failures.push(format!("{name} for {gpu:?}: undefined in the image: {undefined:?}"));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// C++'s operator new and delete that clang-16 leaves undefined in target regions (it defines the plain
+/// and sized forms inline, and the nothrow ones on NVIDIA), by their symbols.
+const CXX_OPERATORS: [&str; 14] = [
+    "_ZnwmRKSt9nothrow_t",
+    "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t",
+    "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    "_ZnamSt11align_val_tRKSt9nothrow_t",
+    "_ZdlPvRKSt9nothrow_t",
+    "_ZdaPvRKSt9nothrow_t",
+    "_ZdlPvSt11align_val_t",
+    "_ZdaPvSt11align_val_t",
+    "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+    "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+    "malloc",
+    "free",
+];
+
+/// `c_tests/gpu/cxx_new.cpp` (new and delete in every form, aligned types included) links with the
+/// library for every GPU target, and without it does not on AMD, naming the operators it lacks.
+#[test]
+fn cxx_new_and_delete_in_every_form_link_for_every_gpu_target() {
+    let dir = library_dir();
+    let err = build_gpu_program("cxx_new.cpp", Gpu::Amdgcn("gfx90a"), &[]).expect_err("linked without the library");
+    assert!(
+        err.contains("undefined symbol: operator new(unsigned long, std::align_val_t)"),
+        "{err}"
+    );
+    let flags = vec![format!("-L{}", dir.display()), "-lomprpc-device".to_string()];
+    let mut failures = Vec::new();
+    for gpu in GPUS {
+        let exe = match build_gpu_program("cxx_new.cpp", gpu, &flags) {
+            Ok(exe) => exe,
+            Err(e) => {
+                failures.push(format!("{gpu:?} did not build:\n{e}"));
+                continue;
+            }
+        };
+        let image = support::extract_image(&exe, gpu);
+        let undefined: Vec<String> = symbols(&image, &exe.with_extension("image"))
+            .into_iter()
+            .filter(|(_, section, name)| section == "UND" && CXX_OPERATORS.contains(&name.as_str()))
+            .map(|(_, _, name)| name)
+            .collect();
+        if !undefined.is_empty() {
+            failures.push(format!("{gpu:?}: undefined in the image: {undefined:?}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
