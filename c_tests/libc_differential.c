@@ -228,6 +228,14 @@ static void string_cases(void) {
       CHECK("the bytes tokens leave", memcmp(ours, theirs, strlen(s) + 1), 0, s);
     }
   }
+  for (int number = -3; number < 300; number++) {
+    char name[16];
+    snprintf(name, sizeof name, "errno %d", number);
+    char theirs[64];
+    snprintf(theirs, sizeof theirs, "%s", strerror(number));
+    CHECK("strerror", strcmp(omprpc_libc_strerror(number), theirs), 0, name);
+  }
+  CHECK("strerror", strcmp(omprpc_libc_strerror(INT_MIN), strerror(INT_MIN)), 0, "INT_MIN");
   /* memmove and bcopy, overlapping both ways; memset and bzero. */
   for (int from = 0; from < 24; from += 5)
     for (int to = 0; to < 24; to += 3)

@@ -1,6 +1,6 @@
 /* string.h (and strings.h) for target regions, on the device: byte by byte, as the C standard and
- * glibc define each function, with glibc's answers in the "C" locale (strcoll and strxfrm are strcmp
- * and a copy there; the case-insensitive ones fold ASCII only). strdup and strndup allocate with the
+ * glibc define each function, with glibc's answers (and strerror's messages) in the "C" locale
+ * (strcoll and strxfrm are strcmp and a copy there; the case-insensitive ones fold ASCII only). strdup and strndup allocate with the
  * library's malloc. strtok keeps its place in one variable for the whole device, as C's strtok keeps one
  * per program: threads that tokenise at once use strtok_r. */
 #include "omprpc_libc_common.h"
@@ -299,6 +299,166 @@ static char *omprpc_strtok_place_;
 
 char *OMPRPC_LIBC_(strtok)(char *restrict s, const char *restrict delimiters) {
   return OMPRPC_LIBC_(strtok_r)(s, delimiters, &omprpc_strtok_place_);
+}
+
+/* glibc 2.36's messages for errno values 0 to 133, as its strerror gives them in the "C" locale (0 where
+ * it gives "Unknown error N"); tests compare each with the host's glibc. */
+static const char *const omprpc_strerror_messages_[134] = {
+    "Success",
+    "Operation not permitted",
+    "No such file or directory",
+    "No such process",
+    "Interrupted system call",
+    "Input/output error",
+    "No such device or address",
+    "Argument list too long",
+    "Exec format error",
+    "Bad file descriptor",
+    "No child processes",
+    "Resource temporarily unavailable",
+    "Cannot allocate memory",
+    "Permission denied",
+    "Bad address",
+    "Block device required",
+    "Device or resource busy",
+    "File exists",
+    "Invalid cross-device link",
+    "No such device",
+    "Not a directory",
+    "Is a directory",
+    "Invalid argument",
+    "Too many open files in system",
+    "Too many open files",
+    "Inappropriate ioctl for device",
+    "Text file busy",
+    "File too large",
+    "No space left on device",
+    "Illegal seek",
+    "Read-only file system",
+    "Too many links",
+    "Broken pipe",
+    "Numerical argument out of domain",
+    "Numerical result out of range",
+    "Resource deadlock avoided",
+    "File name too long",
+    "No locks available",
+    "Function not implemented",
+    "Directory not empty",
+    "Too many levels of symbolic links",
+    0,
+    "No message of desired type",
+    "Identifier removed",
+    "Channel number out of range",
+    "Level 2 not synchronized",
+    "Level 3 halted",
+    "Level 3 reset",
+    "Link number out of range",
+    "Protocol driver not attached",
+    "No CSI structure available",
+    "Level 2 halted",
+    "Invalid exchange",
+    "Invalid request descriptor",
+    "Exchange full",
+    "No anode",
+    "Invalid request code",
+    "Invalid slot",
+    0,
+    "Bad font file format",
+    "Device not a stream",
+    "No data available",
+    "Timer expired",
+    "Out of streams resources",
+    "Machine is not on the network",
+    "Package not installed",
+    "Object is remote",
+    "Link has been severed",
+    "Advertise error",
+    "Srmount error",
+    "Communication error on send",
+    "Protocol error",
+    "Multihop attempted",
+    "RFS specific error",
+    "Bad message",
+    "Value too large for defined data type",
+    "Name not unique on network",
+    "File descriptor in bad state",
+    "Remote address changed",
+    "Can not access a needed shared library",
+    "Accessing a corrupted shared library",
+    ".lib section in a.out corrupted",
+    "Attempting to link in too many shared libraries",
+    "Cannot exec a shared library directly",
+    "Invalid or incomplete multibyte or wide character",
+    "Interrupted system call should be restarted",
+    "Streams pipe error",
+    "Too many users",
+    "Socket operation on non-socket",
+    "Destination address required",
+    "Message too long",
+    "Protocol wrong type for socket",
+    "Protocol not available",
+    "Protocol not supported",
+    "Socket type not supported",
+    "Operation not supported",
+    "Protocol family not supported",
+    "Address family not supported by protocol",
+    "Address already in use",
+    "Cannot assign requested address",
+    "Network is down",
+    "Network is unreachable",
+    "Network dropped connection on reset",
+    "Software caused connection abort",
+    "Connection reset by peer",
+    "No buffer space available",
+    "Transport endpoint is already connected",
+    "Transport endpoint is not connected",
+    "Cannot send after transport endpoint shutdown",
+    "Too many references: cannot splice",
+    "Connection timed out",
+    "Connection refused",
+    "Host is down",
+    "No route to host",
+    "Operation already in progress",
+    "Operation now in progress",
+    "Stale file handle",
+    "Structure needs cleaning",
+    "Not a XENIX named type file",
+    "No XENIX semaphores available",
+    "Is a named type file",
+    "Remote I/O error",
+    "Disk quota exceeded",
+    "No medium found",
+    "Wrong medium type",
+    "Operation canceled",
+    "Required key not available",
+    "Key has expired",
+    "Key has been revoked",
+    "Key was rejected by service",
+    "Owner died",
+    "State not recoverable",
+    "Operation not possible due to RF-kill",
+    "Memory page has hardware error",
+};
+
+/* As glibc's: the message, or "Unknown error N" in a buffer of its own (one per device, as glibc's is
+ * one per thread: overwritten by the next unknown number). */
+char *OMPRPC_LIBC_(strerror)(int number) {
+  if (number >= 0 && number < 134 && omprpc_strerror_messages_[number])
+    return (char *)omprpc_strerror_messages_[number];
+  static char unknown[32];
+  char digits[12];
+  int n = 0;
+  unsigned magnitude = number < 0 ? 0u - (unsigned)number : (unsigned)number;
+  do
+    digits[n++] = (char)('0' + magnitude % 10);
+  while ((magnitude /= 10) != 0);
+  char *end = OMPRPC_LIBC_(stpcpy)(unknown, "Unknown error ");
+  if (number < 0)
+    *end++ = '-';
+  while (n > 0)
+    *end++ = digits[--n];
+  *end = '\0';
+  return unknown;
 }
 
 char *OMPRPC_LIBC_(strndup)(const char *s, size_t n) {

@@ -316,7 +316,8 @@ fn the_librarys_own_functions_give_glibcs_results() {
 
 /// The C library calls of `c_tests/gpu/libc_calls.c` that run on the device, which the device link must
 /// find defined (glibc's ctype macros read `__ctype_*_loc`; `errno` is `__errno_location`).
-const DEVICE_CALLS: [&str; 66] = [
+const DEVICE_CALLS: [&str; 67] = [
+    "strerror",
     "__ctype_b_loc",
     "__ctype_tolower_loc",
     "__ctype_toupper_loc",

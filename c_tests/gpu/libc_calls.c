@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
     status += memmem(text, 20, "7", 1) != NULL;
     status += strpbrk(text, ",;") != NULL;
     status += (long)strspn(text, " 12") + (long)strcspn(text, ",");
+    status += (long)strlen(strerror(c)) + (long)strlen(strerror(-c));
     strcpy(copy, text);
     strcat(copy, "!");
     strncat(copy, "??", 1);
