@@ -396,26 +396,33 @@ fn c_library_functions_that_run_on_the_device_link_for_every_gpu_target() {
         .expect_err("linked without the library");
     assert!(err.contains("undefined symbol: strlen"), "{err}");
     let flags = vec![gnu, format!("-L{}", dir.display()), "-lomprpc-device".to_string()];
+    let failures = undefined_for_every_gpu("libc_calls.c", &flags, &DEVICE_CALLS);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Builds `c_tests/gpu/<file>` with `flags` for every GPU target and returns what went wrong: a build
+/// that failed, or an image in which one of `names` is still undefined.
+fn undefined_for_every_gpu(file: &str, flags: &[String], names: &[&str]) -> Vec<String> {
     let mut failures = Vec::new();
     for gpu in GPUS {
-        let exe = match build_gpu_program("libc_calls.c", gpu, &flags) {
+        let exe = match build_gpu_program(file, gpu, flags) {
             Ok(exe) => exe,
             Err(e) => {
-                failures.push(format!("{gpu:?} did not build:\n{e}"));
+                failures.push(format!("{file} for {gpu:?} did not build:\n{e}"));
                 continue;
             }
         };
         let image = support::extract_image(&exe, gpu);
         let undefined: Vec<String> = symbols(&image, &exe.with_extension("image"))
             .into_iter()
-            .filter(|(_, section, name)| section == "UND" && DEVICE_CALLS.contains(&name.as_str()))
+            .filter(|(_, section, name)| section == "UND" && names.contains(&name.as_str()))
             .map(|(_, _, name)| name)
             .collect();
         if !undefined.is_empty() {
-            failures.push(format!("{gpu:?}: undefined in the image: {undefined:?}"));
+            failures.push(format!("{file} for {gpu:?}: undefined in the image: {undefined:?}"));
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    failures
 }
 
 /// LLVM's own tests of libc in target regions (LLVM 19.1.7's `offload/test/libc`: `host_call.c`,
@@ -512,25 +519,7 @@ fn cxx_new_and_delete_in_every_form_link_for_every_gpu_target() {
         "{err}"
     );
     let flags = vec![format!("-L{}", dir.display()), "-lomprpc-device".to_string()];
-    let mut failures = Vec::new();
-    for gpu in GPUS {
-        let exe = match build_gpu_program("cxx_new.cpp", gpu, &flags) {
-            Ok(exe) => exe,
-            Err(e) => {
-                failures.push(format!("{gpu:?} did not build:\n{e}"));
-                continue;
-            }
-        };
-        let image = support::extract_image(&exe, gpu);
-        let undefined: Vec<String> = symbols(&image, &exe.with_extension("image"))
-            .into_iter()
-            .filter(|(_, section, name)| section == "UND" && CXX_OPERATORS.contains(&name.as_str()))
-            .map(|(_, _, name)| name)
-            .collect();
-        if !undefined.is_empty() {
-            failures.push(format!("{gpu:?}: undefined in the image: {undefined:?}"));
-        }
-    }
+    let failures = undefined_for_every_gpu("cxx_new.cpp", &flags, &CXX_OPERATORS);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
