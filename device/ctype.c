@@ -9,26 +9,10 @@ extern "C" {
 #endif
 #pragma omp begin declare target
 
-int OMPRPC_LIBC_(isdigit)(int c) { return (unsigned)c - '0' < 10; }
-int OMPRPC_LIBC_(islower)(int c) { return (unsigned)c - 'a' < 26; }
-int OMPRPC_LIBC_(isupper)(int c) { return (unsigned)c - 'A' < 26; }
-int OMPRPC_LIBC_(isalpha)(int c) { return OMPRPC_LIBC_(islower)(c) || OMPRPC_LIBC_(isupper)(c); }
-int OMPRPC_LIBC_(isalnum)(int c) { return OMPRPC_LIBC_(isalpha)(c) || OMPRPC_LIBC_(isdigit)(c); }
-int OMPRPC_LIBC_(isascii)(int c) { return (unsigned)c < 128; }
-int OMPRPC_LIBC_(isblank)(int c) { return c == ' ' || c == '\t'; }
-int OMPRPC_LIBC_(iscntrl)(int c) { return (unsigned)c < 32 || c == 127; }
-int OMPRPC_LIBC_(isgraph)(int c) { return (unsigned)c - 33 < 94; }
-int OMPRPC_LIBC_(isprint)(int c) { return (unsigned)c - 32 < 95; }
-int OMPRPC_LIBC_(ispunct)(int c) { return OMPRPC_LIBC_(isgraph)(c) && !OMPRPC_LIBC_(isalnum)(c); }
-int OMPRPC_LIBC_(isspace)(int c) { return c == ' ' || (unsigned)c - '\t' < 5; }
-int OMPRPC_LIBC_(isxdigit)(int c) { return OMPRPC_LIBC_(isdigit)(c) || ((unsigned)c | 32) - 'a' < 6; }
-int OMPRPC_LIBC_(toascii)(int c) { return c & 0x7f; }
-int OMPRPC_LIBC_(tolower)(int c) { return OMPRPC_LIBC_(isupper)(c) ? c | 32 : c; }
-int OMPRPC_LIBC_(toupper)(int c) { return OMPRPC_LIBC_(islower)(c) ? c & 0x5f : c; }
-
 /* The tables glibc's <ctype.h> macros read (isdigit(c) is (*__ctype_b_loc())[c] & _ISdigit in C),
- * indexable from -128 to 255 as glibc's are, with glibc's bits for the "C" locale: all of them computed
- * by the compiler from the functions' rules above, so that the macros and the functions agree. */
+ * indexable from -128 to 255 as glibc's are, with glibc's bits for the "C" locale, computed by the
+ * compiler from the rules below. The functions read the same tables, as glibc's do, so that a
+ * program's macros and its calls agree. */
 #define OMPRPC_CTYPE_BIT_(bit) ((bit) < 8 ? (1 << (bit)) << 8 : (1 << (bit)) >> 8)
 #define OMPRPC_IN_(c, from, to) ((c) >= (from) && (c) <= (to))
 #define OMPRPC_UPPER_(c) OMPRPC_IN_(c, 'A', 'Z')
@@ -71,6 +55,28 @@ static const int32_t *omprpc_ctype_upper_at_ = omprpc_ctype_upper_ + 128;
 const unsigned short **OMPRPC_LIBC_(__ctype_b_loc)(void) { return &omprpc_ctype_classes_at_; }
 const int32_t **OMPRPC_LIBC_(__ctype_tolower_loc)(void) { return &omprpc_ctype_lower_at_; }
 const int32_t **OMPRPC_LIBC_(__ctype_toupper_loc)(void) { return &omprpc_ctype_upper_at_; }
+
+/* The bits of c (EOF or an unsigned char's value; any other value has none). */
+static inline int omprpc_class_(int c, int bit) {
+  return (unsigned)c + 128 < 384 ? omprpc_ctype_classes_[c + 128] & OMPRPC_CTYPE_BIT_(bit) : 0;
+}
+
+int OMPRPC_LIBC_(isupper)(int c) { return omprpc_class_(c, 0); }
+int OMPRPC_LIBC_(islower)(int c) { return omprpc_class_(c, 1); }
+int OMPRPC_LIBC_(isalpha)(int c) { return omprpc_class_(c, 2); }
+int OMPRPC_LIBC_(isdigit)(int c) { return omprpc_class_(c, 3); }
+int OMPRPC_LIBC_(isxdigit)(int c) { return omprpc_class_(c, 4); }
+int OMPRPC_LIBC_(isspace)(int c) { return omprpc_class_(c, 5); }
+int OMPRPC_LIBC_(isprint)(int c) { return omprpc_class_(c, 6); }
+int OMPRPC_LIBC_(isgraph)(int c) { return omprpc_class_(c, 7); }
+int OMPRPC_LIBC_(isblank)(int c) { return omprpc_class_(c, 8); }
+int OMPRPC_LIBC_(iscntrl)(int c) { return omprpc_class_(c, 9); }
+int OMPRPC_LIBC_(ispunct)(int c) { return omprpc_class_(c, 10); }
+int OMPRPC_LIBC_(isalnum)(int c) { return omprpc_class_(c, 11); }
+int OMPRPC_LIBC_(isascii)(int c) { return (unsigned)c < 128; }
+int OMPRPC_LIBC_(toascii)(int c) { return c & 0x7f; }
+int OMPRPC_LIBC_(tolower)(int c) { return (unsigned)c + 128 < 384 ? omprpc_ctype_lower_[c + 128] : c; }
+int OMPRPC_LIBC_(toupper)(int c) { return (unsigned)c + 128 < 384 ? omprpc_ctype_upper_[c + 128] : c; }
 
 /* wchar.h's one entry point of LLVM libc's GPU list: the single byte of a wide character, in the "C"
  * locale (where the bytes are ASCII), else EOF. */
