@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -154,9 +154,12 @@ fn build_unchanged(gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
 /// Builds `c_tests/gpu/<file>` (C, or C++17 for `.cpp`) for `gpu` with `extra` flags; the compiler's
 /// output on failure.
 fn build_gpu_program(file: &str, gpu: Gpu, extra: &[String]) -> Result<PathBuf, String> {
+    // A name of this build's own: tests running at once build the same file for the same target.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let build = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let exe = support::scratch()
         .join("gpu")
-        .join(format!("{file}-{}-{}", gpu.arch(), extra.len()));
+        .join(format!("{file}-{}-{build}", gpu.arch()));
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let cxx = file.ends_with(".cpp");
     let out = gpu
@@ -178,7 +181,12 @@ fn build_gpu_program(file: &str, gpu: Gpu, extra: &[String]) -> Result<PathBuf, 
 }
 
 /// The symbols of an ELF file as `llvm-readelf-16 -s` lists them: (binding, section, name).
-fn symbols(image: &[u8], name: &Path) -> Vec<(String, String, String)> {
+fn symbols(image: &[u8]) -> Vec<(String, String, String)> {
+    // A file of this call's own: tests running at once list the symbols of the same program's image.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = support::scratch().join(format!("symbols-{}-{call}.image", std::process::id()));
+    let name = name.as_path();
     std::fs::write(name, image).unwrap();
     let out = Command::new("llvm-readelf-16")
         .args(["-s", "--wide"])
@@ -186,7 +194,7 @@ fn symbols(image: &[u8], name: &Path) -> Vec<(String, String, String)> {
         .output()
         .expect("llvm-readelf-16 (sh scripts/setup-debian.sh installs llvm-16)");
     let _ = std::fs::remove_file(name);
-    assert!(out.status.success());
+    assert!(out.status.success(), "llvm-readelf-16: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|line| {
@@ -261,7 +269,7 @@ fn unchanged_programs_link_with_the_library_for_every_gpu_target() {
             }
         };
         let image = support::extract_image(&exe, gpu);
-        let symbols = symbols(&image, &exe.with_extension("image"));
+        let symbols = symbols(&image);
         let undefined: Vec<&str> = symbols
             .iter()
             .filter(|(_, section, name)| section == "UND" && CALLS.contains(&name.as_str()))
@@ -413,7 +421,7 @@ fn undefined_for_every_gpu(file: &str, flags: &[String], names: &[&str]) -> Vec<
             }
         };
         let image = support::extract_image(&exe, gpu);
-        let undefined: Vec<String> = symbols(&image, &exe.with_extension("image"))
+        let undefined: Vec<String> = symbols(&image)
             .into_iter()
             .filter(|(_, section, name)| section == "UND" && names.contains(&name.as_str()))
             .map(|(_, _, name)| name)
@@ -476,7 +484,7 @@ fn llvms_own_libc_tests_link_with_the_library() {
                 continue;
             }
             let image = support::extract_image(&exe, gpu);
-            let undefined: Vec<String> = symbols(&image, &exe.with_extension("image"))
+            let undefined: Vec<String> = symbols(&image)
                 .into_iter()
                 .filter(|(_, section, name)| section == "UND" && calls.contains(&name.as_str()))
                 .map(|(_, _, name)| name)
@@ -629,7 +637,7 @@ fn without_the_library_an_unchanged_program_does_not_link_and_with_it_needs_no_h
     with_library.push("-lomprpc-device".to_string());
     let exe = build_unchanged(Gpu::Amdgcn("gfx90a"), &with_library).unwrap();
     let image = support::extract_image(&exe, Gpu::Amdgcn("gfx90a"));
-    let symbols = symbols(&image, &exe.with_extension("image"));
+    let symbols = symbols(&image);
     assert!(
         symbols
             .iter()
