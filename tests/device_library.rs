@@ -194,7 +194,11 @@ fn symbols(image: &[u8]) -> Vec<(String, String, String)> {
         .output()
         .expect("llvm-readelf-16 (sh scripts/setup-debian.sh installs llvm-16)");
     let _ = std::fs::remove_file(name);
-    assert!(out.status.success(), "llvm-readelf-16: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "llvm-readelf-16: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|line| {

@@ -3,7 +3,7 @@
 //! driver of `tests/fake_kfd/` (built by `scripts/build-fake-kfd.sh`), presenting one gfx90a GPU on a
 //! machine without one. Real ROCr then initialises, loads and freezes code objects (copying them with
 //! its own blit kernels, which the fake emulates), and answers symbol lookups as on hardware: what the
-//! simulated runtime of `src/backend/amdgpu/simulated.rs` can only imitate.
+//! simulated runtime of `src/backend/amdgpu/simulated/` can only imitate.
 //!
 //! clang-16 gfx90a programs then run through Debian's libomptarget 16 on this plugin and on the stock
 //! AMDGPU plugin, both over the same fake, and must agree.

@@ -1,19 +1,27 @@
-//! The backend test suite's harness for the AMDGPU backend over the simulated HSA runtime, with the
-//! real code object `tests/data/amdgpu/cuda_module-<target>.hsaco` as its program: on MI250s (gfx90a,
-//! wave64) and on RX 6900s (gfx1030, wave32).
+//! What the AMDGPU backend's suite harness (`rocr_harness.rs`: Debian's ROCr over the fake kernel
+//! driver) knows of GPUs and runtime calls: the two GPU models it runs on, MI250s (gfx90a, wave64) and
+//! RX 6900s (gfx1030, wave32), and which of the suite's operations each HSA entry point is part of.
 //!
 //! Where the AMDGPU backend differs from CUDA's by design, the harness says so and the suite checks
-//! that instead: streams and events are the plugin's own (no driver call makes or destroys one; the
+//! that instead: streams and events are the plugin's own (no runtime call makes or destroys one; the
 //! HSA queues and signals they use are made and released with the device), interop has no context
-//! (NULL) and names the device by its agent handle, and the simulated GPU runs queued work on its own,
-//! as a real one does. A copy between two GPUs goes peer to peer, as the suite checks for every backend.
+//! (NULL) and names the device by its agent handle, and the GPU runs queued work on its own. A copy
+//! between two GPUs goes peer to peer, as the suite checks for every backend.
 
-use std::sync::{Arc, MutexGuard};
+use super::simulated::{CopyKind, SimAgent};
+use crate::backend::suite::Op;
 
-use super::simulated::{self, CopyKind, PoolUse, SimAgent};
-use super::tests::{code_object, core_on, serial};
-use crate::backend::suite::{Harness, KernelBody, Live, Op, SeenLaunch, TestProgram};
-use crate::plugin::PluginApi;
+/// Which pool a `hsa_amd_memory_pool_allocate` or `_free` call was about, for tests that tell device
+/// memory from host memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolUse {
+    /// A GPU's pool.
+    Device,
+    /// The CPU's fine-grained pool.
+    Host,
+    /// The CPU's kernarg pool.
+    Kernarg,
+}
 
 /// An MI250's GCD: gfx90a with SRAM ECC on and XNACK off (ROCm's defaults for it), 104 compute
 /// units, 64-lane wavefronts.
@@ -25,8 +33,8 @@ pub(super) const MI250: SimAgent = SimAgent {
 };
 
 /// The runtime's entry points the backend calls while a program runs, each with the operation it is
-/// part of. Pool calls are told apart by pool and copies by direction (see [`AmdgpuHarness::log`]); the
-/// first operation named for an entry point is the one `fail_next` uses it for.
+/// part of. Pool calls are told apart by pool and copies by direction (see `RocrHarness::log`); the
+/// first operation named for an entry point is the one a failure is armed on.
 const CALLS: [(&str, Op); 25] = [
     ("hsa_queue_create", Op::InitDevice),
     ("hsa_amd_signal_create", Op::InitDevice),
@@ -85,17 +93,9 @@ impl SimulatedGpu for Rx6900 {
     const AGENT: SimAgent = RX6900;
 }
 
-/// The AMDGPU backend on simulated GPUs of one kind; it holds the simulated runtime (one test at a
-/// time).
-pub(crate) struct AmdgpuHarness<G: SimulatedGpu = Mi250> {
-    core: Box<dyn PluginApi>,
-    _serial: MutexGuard<'static, ()>,
-    _gpu: std::marker::PhantomData<G>,
-}
-
 /// The operation a logged runtime `call` was part of, given the pool it allocated from or freed to
 /// and the memory it copied between, where it did either (pool calls and copies make several
-/// operations each). Shared by the harnesses over the simulated and the real runtime.
+/// operations each).
 pub(super) fn op_of_call(call: &str, pool: Option<PoolUse>, copy: Option<CopyKind>) -> Op {
     match call {
         "hsa_amd_memory_pool_allocate" | "hsa_amd_memory_pool_free" => {
@@ -134,211 +134,4 @@ pub(super) fn driver_calls_of(op: Op) -> Vec<&'static str> {
 /// What the error of a failed `call` says: its name and the status the harnesses make it return.
 pub(super) fn failure_text_of(call: &str) -> Vec<String> {
     vec![call.to_string(), "HSA_STATUS_ERROR (0x1000)".into()]
-}
-
-impl<G: SimulatedGpu> Harness for AmdgpuHarness<G> {
-    fn start(devices: usize, settings: &[(&str, &str)]) -> Self {
-        let serial = serial();
-        AmdgpuHarness {
-            core: core_on(&vec![G::AGENT; devices], settings),
-            _serial: serial,
-            _gpu: std::marker::PhantomData,
-        }
-    }
-
-    fn core(&self) -> &dyn PluginApi {
-        &*self.core
-    }
-
-    fn program(&self) -> TestProgram {
-        // Each kernel's argument segment holds one pointer; the backend refuses more.
-        TestProgram::of_cuda_module(code_object(G::AGENT.processor()), 1)
-    }
-
-    fn default_geometry(&self) -> (u32, u32) {
-        // LLVM 16's defaults for AMDGPU: 256 work-items, compute units × TEAMS_PER_CU (4) work-groups.
-        (256, G::AGENT.compute_units * 4)
-    }
-
-    fn device_memory(&self) -> u64 {
-        64 << 30 // the simulated GPU's coarse-grained pool
-    }
-
-    fn native_device_id(&self, device: usize) -> usize {
-        simulated::agents()[device + 1].handle as usize // the CPU agent comes first
-    }
-
-    fn pinned_device_address(&self, _device: usize, host: usize) -> usize {
-        host // the simulated runtime's hsa_amd_memory_lock gives the host address back
-    }
-
-    fn log(&self) -> Vec<Op> {
-        let world = simulated::world();
-        let world = world.as_ref().unwrap();
-        world
-            .record
-            .log
-            .iter()
-            .enumerate()
-            .map(|(i, call)| {
-                op_of_call(
-                    call,
-                    world.pool_calls.get(&i).copied(),
-                    world.copy_calls.get(&i).copied(),
-                )
-            })
-            .collect()
-    }
-
-    fn calls(&self, op: Op) -> usize {
-        // Pool calls and copies make several operations each: count them by what they were about.
-        self.log().into_iter().filter(|o| *o == op).count()
-    }
-
-    fn driver_call_count(&self, call: &str) -> usize {
-        simulated::calls(call)
-    }
-
-    fn driver_calls(op: Op) -> Vec<&'static str> {
-        driver_calls_of(op)
-    }
-
-    fn fail_call(&self, call: &'static str) {
-        simulated::fail_next(call, super::sys::HSA_STATUS_ERROR);
-    }
-
-    fn failure_text(call: &str) -> Vec<String> {
-        failure_text_of(call)
-    }
-
-    fn live(&self) -> Live {
-        let live = simulated::live();
-        Live {
-            memory: live.memory + live.locked,
-            modules: live.executables + live.readers,
-            // HSA queues and signals are the device's: while any is left, the device is not released.
-            queues: 0,
-            events: 0,
-            devices: usize::from(live.queues + live.signals > 0),
-        }
-    }
-
-    fn pinned(&self) -> usize {
-        simulated::live().locked
-    }
-
-    fn launches(&self) -> Vec<SeenLaunch> {
-        simulated::launches()
-            .into_iter()
-            .map(|l| SeenLaunch {
-                kernel: l.kernel,
-                geometry: (
-                    l.grid_size_x / l.workgroup_size_x.max(1),
-                    l.workgroup_size_x,
-                    l.group_segment_size - l.static_group_segment_size,
-                ),
-                queue: l.queue as usize,
-            })
-            .collect()
-    }
-
-    fn register_kernel(&self, name: &str, _args: usize, body: KernelBody) {
-        simulated::register_kernel(
-            name,
-            Arc::new(move |args: &[u64]| {
-                body(args);
-                Ok(())
-            }),
-        );
-    }
-
-    fn clear_kernels(&self) {
-        simulated::clear_kernels();
-    }
-
-    fn limit_memory(&self, extra: usize) {
-        simulated::set_capacity(Some(simulated::device_reserved() + extra));
-    }
-
-    fn within_memory_limit(&self) -> bool {
-        let capacity = simulated::world().as_ref().unwrap().capacity;
-        simulated::device_reserved() <= capacity.unwrap_or(usize::MAX)
-    }
-
-    fn memory_blocks(&self) -> Vec<(usize, usize)> {
-        simulated::blocks()
-    }
-
-    fn violations(&self) -> Vec<String> {
-        simulated::misuse()
-    }
-
-    fn module_global(&self, name: &str) -> Option<(usize, usize)> {
-        simulated::variable(name)
-    }
-
-    fn device_can_ring() -> bool {
-        true
-    }
-
-    fn ring_from_device(doorbell: u64) {
-        simulated::device_signal_store(doorbell, 1);
-    }
-
-    fn streams_are_driver_objects() -> bool {
-        false
-    }
-
-    fn interop_has_context() -> bool {
-        false
-    }
-
-    fn runs_work_on_its_own() -> bool {
-        true
-    }
-
-    fn hold(&self, on: bool) {
-        simulated::hold(on);
-    }
-
-    fn lane_size(&self) -> u32 {
-        G::AGENT.wavefront_size
-    }
-
-    fn device_owns_host_buffers() -> bool {
-        true // staging and kernel-argument buffers, freed when the device is released
-    }
-
-    fn is_host_block(&self, addr: usize) -> bool {
-        simulated::block_pool(addr) == Some(PoolUse::Host)
-    }
-
-    fn queues_fail_by_device_faults() -> bool {
-        true
-    }
-
-    fn fail_kernel(&self, name: &str) -> String {
-        simulated::register_kernel(name, Arc::new(|_: &[u64]| Err(super::sys::HSA_STATUS_ERROR_EXCEPTION)));
-        "HSA_STATUS_ERROR_EXCEPTION (0x1016)".into()
-    }
-
-    fn fail_kernel_after(&self, name: &str, _args: usize, body: KernelBody) -> String {
-        simulated::register_kernel(
-            name,
-            Arc::new(move |args: &[u64]| {
-                body(args);
-                Err(super::sys::HSA_STATUS_ERROR_EXCEPTION)
-            }),
-        );
-        "HSA_STATUS_ERROR_EXCEPTION (0x1016)".into()
-    }
-}
-
-impl<G: SimulatedGpu> Drop for AmdgpuHarness<G> {
-    /// Kernel bodies hold what their tests captured; they go with the test, even one that failed, and
-    /// held work is let go so that nothing waits for ever.
-    fn drop(&mut self) {
-        simulated::hold(false);
-        simulated::clear_kernels();
-    }
 }

@@ -21,9 +21,9 @@ use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex, MutexGuard, OnceLock};
 
-use super::harness::{driver_calls_of, failure_text_of, op_of_call, Mi250, SimulatedGpu};
+use super::harness::{driver_calls_of, failure_text_of, op_of_call, Mi250, PoolUse, SimulatedGpu};
 use super::runtime::{Api, Runtime};
-use super::simulated::{CopyKind, PoolUse};
+use super::simulated::CopyKind;
 use super::sys::{
     self, device_type, pointer_type, pool_global_flag, symbol_info, HsaAgent, HsaCodeObjectReader, HsaExecutable,
     HsaExecutableSymbol, HsaLoadedCodeObject, HsaMemoryPool, HsaQueue, HsaSignal, HsaSignalValue, HsaStatus,

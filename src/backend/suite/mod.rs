@@ -4,9 +4,8 @@
 //! each backend's simulated driver through a [`Harness`].
 //!
 //! A backend plugs in by implementing [`Harness`] over its simulated driver (the CUDA backend's is in
-//! `cuda/harness.rs`, the AMDGPU backend's in `amdgpu/harness.rs`, the fake backend's in
-//! `plugin/tests.rs`; the AMDGPU backend's over the real HSA runtime on a fake kernel driver in
-//! `amdgpu/rocr_harness.rs`) and instantiating the suite with
+//! `cuda/harness.rs`, the fake backend's in `plugin/tests.rs`; the AMDGPU backend's, over the real HSA
+//! runtime on a fake kernel driver, in `amdgpu/rocr_harness.rs`) and instantiating the suite with
 //! [`backend_suite!`](crate::backend_suite): `backend_suite!(cuda, CudaHarness);` makes one `#[test]` per
 //! suite test in a module `suite::cuda`, so that `cargo test --lib suite::cuda::` runs them all.
 //! Everything the suite cannot say without naming the driver (which calls an operation makes, what a
@@ -1552,14 +1551,6 @@ macro_rules! backend_fault_suite {
 // The harnesses, each beside the backend it drives; `suite::<name>::` runs the suite on one.
 crate::backend_suite!(cuda, crate::backend::cuda::harness::CudaHarness);
 crate::backend_suite!(fake, crate::plugin::tests::FakeHarness);
-crate::backend_suite!(
-    amdgpu,
-    crate::backend::amdgpu::harness::AmdgpuHarness<crate::backend::amdgpu::harness::Mi250>
-);
-crate::backend_suite!(
-    amdgpu_wave32,
-    crate::backend::amdgpu::harness::AmdgpuHarness<crate::backend::amdgpu::harness::Rx6900>
-);
 // The AMDGPU backend on Debian's real HSA runtime over the fake kernel driver of tests/fake_kfd, each
 // test in a process of its own.
 crate::backend_suite!(
@@ -1575,10 +1566,6 @@ crate::backend_suite!(
 
 // Device faults, on the harnesses of GPUs (the core's fake backend has none).
 crate::backend_fault_suite!(cuda_faults, crate::backend::cuda::harness::CudaHarness);
-crate::backend_fault_suite!(
-    amdgpu_faults,
-    crate::backend::amdgpu::harness::AmdgpuHarness<crate::backend::amdgpu::harness::Mi250>
-);
 crate::backend_fault_suite!(
     amdgpu_rocr_faults,
     crate::backend::amdgpu::rocr_harness::RocrHarness<crate::backend::amdgpu::harness::Mi250>,
