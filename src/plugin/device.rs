@@ -161,6 +161,8 @@ pub struct LoadedImage<B: Backend> {
     pub module: B::Module,
     /// Its host services (a server of its own), if it asked for them.
     pub server: Option<ImageServer>,
+    /// Whether it has a kernel of global destructors to run before it is unloaded.
+    pub destructors: bool,
 }
 
 /// What the core remembers of an allocation.

@@ -1,7 +1,7 @@
 //! [`Core`]: the generic plugin over one backend. Every entry point's bookkeeping lives here; the
 //! backend is called once per operation.
 
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use super::api::{HostEntry, LoadedEntries, PluginApi, QueueField};
@@ -12,7 +12,7 @@ use super::memory_manager::MemoryManager;
 use super::pinned::Unlock;
 use super::pool::{Item, Pooled};
 use super::rpc_link::{self, CoreAccess};
-use crate::backend::{AllocKind, Backend, NativeDevice};
+use crate::backend::{AllocKind, Backend, LaunchGeometry, NativeDevice};
 use crate::rpc::{HostServices, ImageServer};
 use crate::util::config::Config;
 use crate::util::elf;
@@ -27,6 +27,13 @@ const REQUIRES_UNIFIED_SHARED_MEMORY: i64 = 0x008;
 /// second at a long kernel, under 0.5% of a core here, while a short one is seen within twice its
 /// run time.
 const QUEUE_NAP_MAX: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The kernel LLVM's AMDGPU back end makes of an image's global constructors (`llvm.global_ctors`:
+/// `[[gnu::constructor]]` functions, C++ globals outside `declare target`), run when the image is
+/// loaded, as LLVM 17 and later plugins do; LLVM 16's stock plugin never runs it.
+const IMAGE_CONSTRUCTORS: &CStr = c"amdgcn.device.init";
+/// Its kernel of global destructors, run before the image is unloaded.
+const IMAGE_DESTRUCTORS: &CStr = c"amdgcn.device.fini";
 
 /// The generic plugin over backend `B`.
 pub struct Core<B: Backend> {
@@ -257,17 +264,107 @@ impl<B: Backend> Core<B> {
             ),
         );
         let addresses = resolved.addresses.clone();
+        let has_kernel = |name: &CStr| {
+            elf_image
+                .as_ref()
+                .is_some_and(|image| image.symbol(name.to_bytes()).is_some())
+        };
+        let (constructors, destructors) = (has_kernel(IMAGE_CONSTRUCTORS), has_kernel(IMAGE_DESTRUCTORS));
         images.push(LoadedImage {
             image_start,
             addresses: resolved.addresses,
             kernels: resolved.kernels,
             module,
             server: services,
+            destructors,
         });
+        // The constructors run with the image in place (their host calls are served through its
+        // server) and the list unlocked (a device lost meanwhile retires the servers it lists).
+        drop(images);
+        if constructors {
+            if let Err(e) = self.run_image_kernel(device, image_start, IMAGE_CONSTRUCTORS) {
+                let image = {
+                    let mut images = lock(&device.images);
+                    let at = images.iter().position(|i| i.image_start == image_start);
+                    at.map(|at| images.remove(at))
+                };
+                if let Some(mut image) = image {
+                    image.destructors = false; // nothing was constructed
+                    if let Err(unload) = self.unload(device, image) {
+                        log::device_info(device.index, format_args!("unloading a failed image: {unload}"));
+                    }
+                }
+                return Err(e);
+            }
+        }
         Ok(LoadedEntries {
             addresses,
             already_loaded: false,
         })
+    }
+
+    /// Runs the kernel `name` of the loaded image at `image_start` (its global constructors or
+    /// destructors) as LLVM 17 and later plugins do: one team of one thread, waited for, its host
+    /// calls served meanwhile.
+    fn run_image_kernel(&self, device: &Device<B>, image_start: usize, name: &CStr) -> Result<()> {
+        let kernel = {
+            let images = lock(&device.images);
+            let image = images
+                .iter()
+                .find(|i| i.image_start == image_start)
+                .ok_or_else(|| Error::InvalidArg("the image is no longer loaded".into()))?;
+            self.backend.kernel(device.index, &image.module, name)?
+        };
+        self.run_one_thread(device, &kernel.kernel, name)
+    }
+
+    /// Runs `kernel` (`name`, for messages) with no arguments on one thread and waits for it.
+    fn run_one_thread(&self, device: &Device<B>, kernel: &B::Kernel, name: &CStr) -> Result<()> {
+        let geometry = LaunchGeometry {
+            teams: 1,
+            threads: 1,
+            dynamic_shared_bytes: 0,
+        };
+        self.with_queue(device, QueueSource::Local, |slot| {
+            // SAFETY: the kernels of global constructors and destructors take no arguments.
+            unsafe { self.start_kernel(device, slot, kernel, name, &[], geometry, false) }
+        })
+        .context(|| format!("running the image's {}", name.to_string_lossy()))
+    }
+
+    /// Starts `kernel` (`name`, for messages) on `slot`'s queue, counting it in flight first when its
+    /// device serves host calls.
+    ///
+    /// # Safety
+    /// As for [`Backend::launch`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn start_kernel(
+        &self,
+        device: &Device<B>,
+        slot: &QueueSlot<B>,
+        kernel: &B::Kernel,
+        name: &CStr,
+        args: &[*mut c_void],
+        geometry: LaunchGeometry,
+        nowait: bool,
+    ) -> Result<()> {
+        // Host-calling launches hold the gate shared until their kernel is counted in flight, so
+        // that the device heap grows (holding it exclusively) only while none is in flight.
+        let _gate = if device.uses_rpc() {
+            rpc_link::before_host_calling_launch(device)?;
+            let gate = crate::util::sync::read(&device.rpc_launch_gate);
+            HostServices::kernel_started()?;
+            slot.start_rpc_kernel(device, name);
+            Some(gate)
+        } else {
+            None
+        };
+        // SAFETY: forwarded from this function's contract.
+        unsafe {
+            self.backend
+                .launch(device.index, kernel, args, geometry, nowait, &slot.queue)
+        }
+        .context(|| format!("launching kernel {}", name.to_string_lossy()))
     }
 
     /// Everything between loading a module and publishing its kernels: device environment, entries,
@@ -344,8 +441,8 @@ impl<B: Backend> Core<B> {
     }
 
     /// Unloads one image: its kernels leave the kernel map first, so that a stale entry address is
-    /// refused rather than launched, and its RPC server goes before its module (whose memory holds
-    /// the server's client). Tries both; returns the first failure.
+    /// refused rather than launched; its global destructors run; its RPC server goes before its module
+    /// (whose memory holds the server's client). Tries each step; returns the first failure.
     fn unload(&self, device: &Device<B>, image: LoadedImage<B>) -> Result<()> {
         {
             let mut kernels = write(&device.kernels);
@@ -353,9 +450,17 @@ impl<B: Backend> Core<B> {
                 kernels.remove(&(kernel as *const _ as usize));
             }
         }
+        // Its global destructors first, while its host services still serve them.
+        let destroyed = if image.destructors {
+            self.backend
+                .kernel(device.index, &image.module, IMAGE_DESTRUCTORS)
+                .and_then(|kernel| self.run_one_thread(device, &kernel.kernel, IMAGE_DESTRUCTORS))
+        } else {
+            Ok(())
+        };
         let detached = rpc_link::detach(device, image.server);
         let unloaded = self.backend.unload_module(device.index, image.module);
-        detached.and(unloaded)
+        destroyed.and(detached).and(unloaded)
     }
 
     /// Waits for all outstanding work on every device.
@@ -692,31 +797,20 @@ impl<B: Backend> PluginApi for Core<B> {
                     ),
                 );
             }
-            // Host-calling launches hold the gate shared until their kernel is counted in flight, so
-            // that the device heap grows (holding it exclusively) only while none is in flight.
-            let _gate = if device.uses_rpc() {
-                rpc_link::before_host_calling_launch(device)?;
-                let gate = crate::util::sync::read(&device.rpc_launch_gate);
-                HostServices::kernel_started()?;
-                slot.start_rpc_kernel(device, &kernel.name);
-                Some(gate)
-            } else {
-                None
-            };
             slot.note_launch(entry);
             // SAFETY: `kernel` is a registered kernel of this device; the arguments are forwarded from
             // this function's contract.
             unsafe {
-                self.backend.launch(
-                    device.index,
+                self.start_kernel(
+                    device,
+                    slot,
                     &kernel.kernel,
+                    &kernel.name,
                     args,
                     geometry,
                     request.nowait,
-                    &slot.queue,
                 )
             }
-            .context(|| format!("launching kernel {}", kernel.name.to_string_lossy()))
         })
     }
 

@@ -1076,6 +1076,57 @@ mod tests {
     }
 
     own_process_test!(
+        /// An image's global constructors (`amdgcn.device.init`) run on one thread at load and its
+        /// destructors (`amdgcn.device.fini`) before unload, through ROCr's own loading and symbols;
+        /// constructors that fault leave no image behind, and no destructor runs.
+        an_images_global_constructors_and_destructors_run => global_constructors_and_destructors
+    );
+
+    fn global_constructors_and_destructors() {
+        let h = RocrHarness::<Mi250>::start(1, &[]);
+        let core = h.core();
+        core.init_device(0).unwrap();
+        let ran = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        for (kernel, what) in [
+            ("amdgcn.device.init", "constructors"),
+            ("amdgcn.device.fini", "destructors"),
+        ] {
+            let ran = ran.clone();
+            h.register_kernel(
+                kernel,
+                0,
+                std::sync::Arc::new(move |_: &[u64]| ran.lock().unwrap().push(what)),
+            );
+        }
+        let image = crate::backend::amdgpu::tests::code_object_with_global_ctors();
+        core.load_image(0, 0x1000, &image, &[]).unwrap();
+        assert_eq!(*ran.lock().unwrap(), ["constructors"], "when the image is loaded");
+        let launch = h.launches().last().cloned().unwrap();
+        assert_eq!(
+            (launch.kernel.as_str(), launch.geometry.0, launch.geometry.1),
+            ("amdgcn.device.init", 1, 1)
+        );
+        core.unregister_library(&[(0x1000, 0x1001)]).unwrap();
+        assert_eq!(*ran.lock().unwrap(), ["constructors", "destructors"]);
+
+        let expected = h.fail_kernel("amdgcn.device.init");
+        let err = core
+            .load_image(0, 0x2000, &image, &[])
+            .err()
+            .expect("constructors that fault fail the load")
+            .to_string();
+        assert!(err.contains("amdgcn.device.init") && err.contains(&expected), "{err}");
+        assert_eq!(
+            *ran.lock().unwrap(),
+            ["constructors", "destructors", "constructors"],
+            "no destructor ran"
+        );
+        let _ = core.deinit();
+        assert_eq!(h.live(), Live::NONE);
+        assert_eq!(h.violations(), Vec::<String>::new());
+    }
+
+    own_process_test!(
         /// The kernel driver refusing what the runtime asks of it (device memory, a mapping, pinning host
         /// memory, a queue) reaches the plugin as the runtime's own error, through ROCr's real handling:
         /// the operation fails cleanly or, for memory, is retried once the core's cache is given back,

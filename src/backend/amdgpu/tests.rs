@@ -15,6 +15,16 @@ use super::harness::MI250;
 
 /// A code object built by clang-16 from `c_tests/gpu/cuda_module.c` (committed; rebuilt by
 /// `scripts/make-amdgpu-test-images.sh`).
+/// The gfx90a code object of `c_tests/gpu/global_ctors.c`: device code with global constructors and
+/// destructors, whose image has the kernels `amdgcn.device.init` and `amdgcn.device.fini`.
+pub(super) fn code_object_with_global_ctors() -> Vec<u8> {
+    let path = format!(
+        "{}/tests/data/amdgpu/global_ctors-gfx90a.hsaco",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; rebuild with scripts/make-amdgpu-test-images.sh"))
+}
+
 pub(super) fn code_object(arch: &str) -> Vec<u8> {
     let path = format!(
         "{}/tests/data/amdgpu/cuda_module-{arch}.hsaco",
@@ -778,4 +788,60 @@ fn signals_go_back_to_the_pool_when_their_last_share_goes() {
     drop(fresh);
     pool.destroy_all().unwrap();
     api.shut_down().unwrap();
+}
+
+/// An image's global constructors (its kernel `amdgcn.device.init`) run on one thread when it is
+/// loaded, and its destructors (`amdgcn.device.fini`) before it is unloaded, as LLVM 17 and later
+/// plugins run them. An image whose constructors fault is not loaded, leaves nothing behind, and its
+/// destructors never run.
+#[test]
+fn an_images_global_constructors_run_at_load_and_its_destructors_at_unload() {
+    let _serial = serial();
+    let core = core_on(&[MI250], &[]);
+    core.init_device(0).unwrap();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    for (kernel, what) in [
+        ("amdgcn.device.init", "constructors"),
+        ("amdgcn.device.fini", "destructors"),
+    ] {
+        let ran = ran.clone();
+        simulated::register_kernel(
+            kernel,
+            Arc::new(move |_: &[u64]| {
+                ran.lock().unwrap().push(what);
+                Ok(())
+            }),
+        );
+    }
+    let image = code_object_with_global_ctors();
+    core.load_image(0, 0x1000, &image, &[]).unwrap();
+    assert_eq!(*ran.lock().unwrap(), ["constructors"], "when the image is loaded");
+    let launch = simulated::launches().last().cloned().unwrap();
+    assert_eq!(
+        (launch.kernel.as_str(), launch.grid_size_x, launch.workgroup_size_x),
+        ("amdgcn.device.init", 1, 1)
+    );
+    core.unregister_library(&[(0x1000, 0x1001)]).unwrap();
+    assert_eq!(*ran.lock().unwrap(), ["constructors", "destructors"]);
+    assert_eq!(simulated::live().executables, 0);
+
+    simulated::register_kernel(
+        "amdgcn.device.init",
+        Arc::new(|_: &[u64]| Err(super::sys::HSA_STATUS_ERROR_EXCEPTION)),
+    );
+    let err = core
+        .load_image(0, 0x2000, &image, &[])
+        .err()
+        .expect("constructors that fault fail the load")
+        .to_string();
+    assert!(err.contains("amdgcn.device.init"), "{err}");
+    assert_eq!(simulated::live().executables, 0, "the image is unloaded");
+    assert_eq!(
+        *ran.lock().unwrap(),
+        ["constructors", "destructors"],
+        "nothing more ran"
+    );
+    let _ = core.deinit();
+    simulated::clear_kernels();
+    assert_eq!(simulated::misuse(), Vec::<String>::new());
 }
