@@ -1,5 +1,6 @@
 // Host services from C++ target code: a class method and a lambda call the device-side client,
-// and a host handler is registered from C++.
+// snprintf, sprintf and asprintf through their variadic templates, and a host handler is registered
+// from C++.
 #include "common.h"
 #include "omprpc.h"
 #include "omprpc_device.h"
@@ -28,6 +29,15 @@ int main() {
     auto show = [&](int i) { r.report(i * 1.5); };
     for (int i = 0; i < 3; i++)
       show(i);
+    char text[32];
+    int n = omprpc_snprintf(text, 8, "%s=%d|%.2f", "cut", 12345, 0.5);
+    omprpc_printf("snprintf: %d \"%s\"\n", n, text);
+    n = omprpc_sprintf(text, "%-6s|%+d", "all", 7);
+    omprpc_printf("sprintf: %d \"%s\"\n", n, text);
+    char *made = nullptr;
+    n = omprpc_asprintf(&made, "%x-%c", 255u, 'z');
+    omprpc_printf("asprintf: %d \"%s\"\n", n, made);
+    omprpc_free(made);
     omprpc_packet packet = {{21}};
     omprpc_call(0x8123, &packet);
     doubled = static_cast<long>(packet.data[0]);

@@ -177,9 +177,46 @@ void *OMPRPC_LIBC_(aligned_alloc)(size_t alignment, size_t size) {
   return omprpc_libc_alloc_(size, alignment);
 }
 
-/* ---- Ending the program ---- */
+/* asprintf for omprpc_libc.h (its snprintf and sprintf need no library code): formatted by the host's
+ * C library (omprpc_device.h), the text in a block of this library's malloc, which the program's free
+ * takes. */
+int omprpc_libc_asprintf_args(char **out, const omprpc_arg *args, uint32_t count) {
+  return omprpc_asprintf_with_(out, OMPRPC_LIBC_(malloc), OMPRPC_LIBC_(free), args, count);
+}
+
+/* ---- Ending the program ----------------------------------------------------------------------------
+ * atexit's handlers live on the device, as in LLVM libc's GPU build: at most 64 (its fixed list's
+ * size), run by exit on the device in the reverse order of their registration, each once (a lane that
+ * calls exit takes each handler it runs, so lanes exiting together share the list). They do not run
+ * when the host program ends without a device exit: no device code runs then. _Exit runs none. Both
+ * then end the process through the host (RPC EXIT), which flushes the host's streams, where what the
+ * device printed already is, as for LLVM libc's exit and _Exit alike. */
+
+static void (*omprpc_libc_atexit_handlers_[64])(void);
+static uint32_t omprpc_libc_atexit_count_;
+
+int OMPRPC_LIBC_(atexit)(void (*handler)(void)) {
+  uint32_t slot = __atomic_fetch_add(&omprpc_libc_atexit_count_, 1, __ATOMIC_RELAXED);
+  if (slot >= 64) {
+    __atomic_store_n(&omprpc_libc_atexit_count_, 64, __ATOMIC_RELAXED);
+    return -1;
+  }
+  __atomic_store_n(&omprpc_libc_atexit_handlers_[slot], handler, __ATOMIC_RELEASE);
+  return 0;
+}
 
 void OMPRPC_LIBC_(exit)(int status) {
+  uint32_t count = __atomic_load_n(&omprpc_libc_atexit_count_, __ATOMIC_RELAXED);
+  for (uint32_t slot = count < 64 ? count : 64; slot-- > 0;) {
+    void (*handler)(void) = __atomic_exchange_n(&omprpc_libc_atexit_handlers_[slot], 0, __ATOMIC_ACQ_REL);
+    if (handler)
+      handler();
+  }
+  omprpc_exit(status);
+  __builtin_unreachable();
+}
+
+void OMPRPC_LIBC_(_Exit)(int status) {
   omprpc_exit(status);
   __builtin_unreachable();
 }

@@ -16,7 +16,9 @@
  * printf takes its arguments through macros (C) or templates (C++) that record each argument's type,
  * not through va_list, which clang-16 cannot compile for GPUs; the host formats the line. Conversions
  * are C99's without positional arguments; GPU code cannot pass long double. omprpc_vfprintf (va_list)
- * exists for code that only runs on the host device.
+ * exists for code that only runs on the host device. omprpc_snprintf, omprpc_sprintf and
+ * omprpc_asprintf take their arguments the same way; the host formats them with its C library and
+ * sends back the bytes for the buffer.
  *
  * Where no omprpc server is attached (the stock plugin, or host fallback), calls compiled for the host
  * are carried out directly, so that programs still work; on a GPU they fail (EOF, -1, NULL), and
@@ -328,11 +330,15 @@ enum {
   OMPRPC_OP_FFLUSH = 19,
   OMPRPC_OP_UNGETC = 20,
   OMPRPC_OP_REMOVE = 27,
-  /* The plugin's own: printf formatted by the host's C library, a failed assert, and rpc_host_call
-   * with the function's address checked and its result returned. */
+  /* The plugin's own: printf formatted by the host's C library, a failed assert, rpc_host_call
+   * with the function's address checked and its result returned, and snprintf formatted by the host's
+   * C library into a buffer whose bytes come back. */
   OMPRPC_OP_PRINTF = 0x7f00,
   OMPRPC_OP_ASSERT_FAIL = 0x7f01,
   OMPRPC_OP_HOST_FUNCTION = 0x7f02,
+  OMPRPC_OP_FORMAT_TO_BUFFER = 0x7f03,
+  /* strtod, strtof and strtold converted by the host's C library (device/strtod.c). */
+  OMPRPC_OP_STRTOD = 0x7f04,
   OMPRPC_OP_FIRST_USER = 0x8000
 };
 
@@ -1394,6 +1400,19 @@ static inline uint64_t omprpc_request_start_(omprpc_request_ *r, omprpc_file *f,
   return size;
 }
 
+/* Sends a started request of `size` bytes through `port`, as omprpc_send_n sends a byte string. */
+static inline void omprpc_request_send_(omprpc_client_port *port, omprpc_request_ *request, uint64_t size) {
+  omprpc_packet packet;
+  packet.data[0] = size;
+  omprpc_request_take_(request, (char *)&packet.data[1], 56);
+  omprpc_send(port, &packet);
+  for (uint64_t idx = 56; omprpc_ballot_(port->mask, idx < size); idx += 64) {
+    if (idx < size)
+      omprpc_request_take_(request, (char *)packet.data, 64);
+    omprpc_send(port, &packet);
+  }
+}
+
 /* printf to `f` of `format` with `args`, an argument struct of `args_len` bytes laid out as clang lays
  * out __llvm_omp_vprintf's; the host's count, or -1. */
 static inline int omprpc_vprintf_struct_(omprpc_file *f, const char *format, const void *args, uint64_t args_len) {
@@ -1403,15 +1422,34 @@ static inline int omprpc_vprintf_struct_(omprpc_file *f, const char *format, con
   uint64_t size = omprpc_request_start_(&request, f, format, args, args_len);
   omprpc_packet packet;
   omprpc_client_port port = omprpc_open(OMPRPC_OP_PRINTF);
-  packet.data[0] = size;
-  omprpc_request_take_(&request, (char *)&packet.data[1], 56);
-  omprpc_send(&port, &packet);
-  for (uint64_t idx = 56; omprpc_ballot_(port.mask, idx < size); idx += 64) {
-    if (idx < size)
-      omprpc_request_take_(&request, (char *)packet.data, 64);
-    omprpc_send(&port, &packet);
-  }
+  omprpc_request_send_(&port, &request, size);
   omprpc_recv(&port, &packet);
+  omprpc_close(&port);
+  return (int)(int64_t)packet.data[0];
+}
+
+/* snprintf into `buffer` (`size` bytes; OMPRPC_NO_SIZE for sprintf, which has none) of `format` with
+ * `args`, an argument struct as for omprpc_vprintf_struct_. The same request goes to the host, with the
+ * size in place of the stream; the host formats it with its C library's vsnprintf and replies with the
+ * result (the full length, or -1), then the bytes glibc's snprintf writes (at most `size`, NUL
+ * included), which land in `buffer` (src/rpc/services/printf.rs). A NULL buffer with a size, or a NULL
+ * format, is refused with -1, as are the host's refusals (%n, positions, an output over 1 MiB), which
+ * leave the buffer as it was. */
+#define OMPRPC_NO_SIZE (~(uint64_t)0)
+/* The most bytes, NUL included, one call writes to a buffer (the host's FORMAT_TO_BUFFER_LIMIT). */
+#define OMPRPC_FORMAT_TO_BUFFER_LIMIT ((uint64_t)1 << 20)
+static inline int omprpc_vsnprintf_struct_(char *buffer, uint64_t size, const char *format, const void *args,
+                                           uint64_t args_len) {
+  if (!format || (!buffer && size) || !omprpc_rpc_active())
+    return -1;
+  omprpc_request_ request;
+  uint64_t total = omprpc_request_start_(&request, OMPRPC_STDOUT, format, args, args_len);
+  request.head[0] = size;
+  omprpc_packet packet;
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_FORMAT_TO_BUFFER);
+  omprpc_request_send_(&port, &request, total);
+  omprpc_recv(&port, &packet);
+  omprpc_recv_n(&port, buffer, size);
   omprpc_close(&port);
   return (int)(int64_t)packet.data[0];
 }
@@ -1496,6 +1534,31 @@ static inline int omprpc_host_printf_locked_(FILE *stream, const char *format, c
 }
 #endif
 
+/* An argument struct as clang lays it out for __llvm_omp_vprintf: in the caller's `small` buffer when
+ * it fits, else in a block of the heap, which omprpc_unpack_ gives back. */
+typedef struct {
+  char *bytes;
+  uint64_t size;
+} omprpc_packed_;
+
+static inline int omprpc_pack_into_(omprpc_packed_ *packed, char *small, uint64_t small_size, const char *format,
+                                    const omprpc_arg *args, uint32_t count) {
+  packed->size = omprpc_pack_(format, args, count, small, small_size);
+  packed->bytes = small;
+  if (packed->size > small_size) {
+    packed->bytes = (char *)omprpc_malloc(packed->size);
+    if (!packed->bytes)
+      return -1;
+    omprpc_pack_(format, args, count, packed->bytes, packed->size);
+  }
+  return 0;
+}
+
+static inline void omprpc_unpack_(omprpc_packed_ *packed, const char *small) {
+  if (packed->bytes != small)
+    omprpc_free(packed->bytes);
+}
+
 /* printf to `f` of `args[0]` (the format) with `args[1..count)`. */
 static inline int omprpc_format_args_(omprpc_file *f, const omprpc_arg *args, uint32_t count) {
   const char *format = (const char *)args[0].v.p;
@@ -1512,18 +1575,96 @@ static inline int omprpc_format_args_(omprpc_file *f, const omprpc_arg *args, ui
     return -1;
   char small[128]; /* GPU stacks are small */
 #endif
-  uint64_t need = omprpc_pack_(format, args, count, small, sizeof small);
-  char *packed = small;
-  if (need > sizeof small) {
-    packed = (char *)omprpc_malloc(need);
-    if (!packed)
-      return -1;
-    omprpc_pack_(format, args, count, packed, need);
-  }
-  int result = omprpc_vprintf_struct_(f, format, packed, need);
-  if (packed != small)
-    omprpc_free(packed);
+  omprpc_packed_ packed;
+  if (omprpc_pack_into_(&packed, small, sizeof small, format, args, count) != 0)
+    return -1;
+  int result = omprpc_vprintf_struct_(f, format, packed.bytes, packed.size);
+  omprpc_unpack_(&packed, small);
   return result;
+}
+
+#if !OMPRPC_GPU_
+/* snprintf without a server, on the host: printed as omprpc_host_printf_ prints, into a memory stream,
+ * then cut to the buffer's size as snprintf cuts (after an error, what was printed before it, as glibc
+ * keeps it). A refused format (%n, positions) writes nothing, and the host's limit on what a call writes
+ * (OMPRPC_FORMAT_TO_BUFFER_LIMIT) holds here too, so that a program behaves alike with a server. */
+static inline int omprpc_host_snprintf_(char *buffer, uint64_t size, const char *format, const omprpc_arg *args,
+                                        uint32_t count) {
+  omprpc_spec_ spec;
+  for (const char *p = format; omprpc_next_spec_(p, &spec); p = spec.end)
+    if (spec.want == OMPRPC_WANT_REFUSED)
+      return -1;
+  char *text = 0;
+  size_t length = 0;
+  FILE *stream = open_memstream(&text, &length);
+  if (!stream)
+    return -1;
+  int result = omprpc_host_printf_(stream, format, args, count);
+  if (fclose(stream) != 0) {
+    free(text);
+    return -1;
+  }
+  uint64_t kept = size ? ((uint64_t)length < size - 1 ? (uint64_t)length : size - 1) : 0;
+  if (size && kept + 1 > OMPRPC_FORMAT_TO_BUFFER_LIMIT) {
+    result = -1;
+  } else if (size) {
+    memcpy(buffer, text, kept);
+    buffer[kept] = 0;
+  }
+  free(text);
+  return result;
+}
+#endif
+
+/* snprintf into `buffer` of `size` bytes (OMPRPC_NO_SIZE: sprintf) of `args[0]` (the format) with
+ * `args[1..count)`. */
+static inline int omprpc_format_to_buffer_(char *buffer, uint64_t size, const omprpc_arg *args, uint32_t count) {
+  const char *format = (const char *)args[0].v.p;
+  ++args;
+  --count;
+  if (!format || (!buffer && size))
+    return -1;
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    return omprpc_host_snprintf_(buffer, size, format, args, count);
+  char small[256];
+#else
+  if (!omprpc_rpc_active())
+    return -1;
+  char small[128]; /* GPU stacks are small */
+#endif
+  omprpc_packed_ packed;
+  if (omprpc_pack_into_(&packed, small, sizeof small, format, args, count) != 0)
+    return -1;
+  int result = omprpc_vsnprintf_struct_(buffer, size, format, packed.bytes, packed.size);
+  omprpc_unpack_(&packed, small);
+  return result;
+}
+
+/* asprintf of `args[0]` (the format) with `args[1..count)`: the text in a block of `allocate(length + 1)`
+ * bytes (omprpc_malloc, or a library's malloc, whose `release` frees it), at `*out`; its length, or -1
+ * with `*out` left as it was (as glibc leaves it). A short text costs one call: formatted into a small
+ * buffer first, then copied; a longer one is formatted again into its block. */
+static inline int omprpc_asprintf_with_(char **out, void *(*allocate)(size_t), void (*release)(void *),
+                                        const omprpc_arg *args, uint32_t count) {
+  char small[64];
+  int length = omprpc_format_to_buffer_(small, sizeof small, args, count);
+  if (length < 0)
+    return -1;
+  char *text = (char *)allocate((size_t)length + 1);
+  if (!text)
+    return -1;
+  if ((uint64_t)length < sizeof small) {
+    omprpc_copy_(text, small, (uint64_t)length + 1);
+  } else if (omprpc_format_to_buffer_(text, (uint64_t)length + 1, args, count) != length) {
+    release(text); /* the host's output changed in between (%m reads its errno) */
+    return -1;
+  }
+  *out = text;
+  return length;
+}
+static inline int omprpc_asprintf_args_(char **out, const omprpc_arg *args, uint32_t count) {
+  return omprpc_asprintf_with_(out, omprpc_malloc, omprpc_free, args, count);
 }
 
 #if !OMPRPC_GPU_
@@ -1685,6 +1826,37 @@ static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap
 #define omprpc_printf(...) OMPRPC_FORMAT_(OMPRPC_STDOUT, __VA_ARGS__)
 #define omprpc_fprintf(stream, ...) OMPRPC_FORMAT_(stream, __VA_ARGS__)
 
+/* The typed arguments of an snprintf-family call (the format first), or, past 31 after the format, a
+ * build error that names these calls: OMPRPC_FITS_ reads FITS or TOO_MANY where OMPRPC_COUNT_ reads
+ * the count. */
+#define OMPRPC_FITS_(...)                                                                                 \
+  OMPRPC_COUNT_N_(__VA_ARGS__, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY, TOO_MANY,      \
+                  TOO_MANY, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS,    \
+                  FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS, FITS,  \
+                  FITS, FITS, FITS)
+#define OMPRPC_TO_BUFFER_ARGS_(...) OMPRPC_CAT_(OMPRPC_TO_BUFFER_ARGS_, OMPRPC_FITS_(__VA_ARGS__))(__VA_ARGS__)
+#define OMPRPC_TO_BUFFER_ARGS_FITS(...) OMPRPC_MAP_(__VA_ARGS__)
+#define OMPRPC_TO_BUFFER_ARGS_TOO_MANY(...)                                                               \
+  __extension__({                                                                                         \
+    _Static_assert(0, "omprpc_snprintf, omprpc_sprintf and omprpc_asprintf (snprintf, sprintf and "      \
+                      "asprintf on a GPU with omprpc_libc.h) take at most 31 arguments after the format"); \
+    omprpc_arg_i_(0);                                                                                     \
+  })
+#define OMPRPC_TO_BUFFER_COUNT_(...) (uint32_t)OMPRPC_CAT_(OMPRPC_COUNTED_, OMPRPC_COUNT_(__VA_ARGS__))
+#define OMPRPC_TO_BUFFER_(buffer, size, ...)                                                              \
+  omprpc_format_to_buffer_((buffer), (size), (const omprpc_arg[]){OMPRPC_TO_BUFFER_ARGS_(__VA_ARGS__)},   \
+                           OMPRPC_TO_BUFFER_COUNT_(__VA_ARGS__))
+
+/* omprpc_snprintf(buffer, size, format, ...), omprpc_sprintf(buffer, format, ...) and
+ * omprpc_asprintf(&text, format, ...): C's snprintf, sprintf and GNU's asprintf, formatted by the host's
+ * C library (the same text and result), at most 31 arguments. sprintf, which has no size, writes the
+ * whole text and its NUL; asprintf's text comes from omprpc_malloc (free it with omprpc_free). */
+#define omprpc_snprintf(buffer, size, ...) OMPRPC_TO_BUFFER_(buffer, (uint64_t)(size), __VA_ARGS__)
+#define omprpc_sprintf(buffer, ...) OMPRPC_TO_BUFFER_(buffer, OMPRPC_NO_SIZE, __VA_ARGS__)
+#define omprpc_asprintf(out, ...)                                                                         \
+  omprpc_asprintf_args_((out), (const omprpc_arg[]){OMPRPC_TO_BUFFER_ARGS_(__VA_ARGS__)},                 \
+                        OMPRPC_TO_BUFFER_COUNT_(__VA_ARGS__))
+
 #else /* C++ */
 
 #pragma omp begin declare target
@@ -1714,6 +1886,21 @@ template <typename... A> static inline int omprpc_fprintf(omprpc_file *stream, c
 }
 template <typename... A> static inline int omprpc_printf(const char *format, A... args) {
   return omprpc_fprintf(OMPRPC_STDOUT, format, args...);
+}
+
+/* omprpc_snprintf, omprpc_sprintf and omprpc_asprintf (see the C forms above). */
+template <typename... A>
+static inline int omprpc_snprintf(char *buffer, size_t size, const char *format, A... args) {
+  const omprpc_arg list[] = {omprpc_arg_p_(format), omprpc_make_arg(args)...};
+  return omprpc_format_to_buffer_(buffer, size, list, (uint32_t)(1 + sizeof...(A)));
+}
+template <typename... A> static inline int omprpc_sprintf(char *buffer, const char *format, A... args) {
+  const omprpc_arg list[] = {omprpc_arg_p_(format), omprpc_make_arg(args)...};
+  return omprpc_format_to_buffer_(buffer, OMPRPC_NO_SIZE, list, (uint32_t)(1 + sizeof...(A)));
+}
+template <typename... A> static inline int omprpc_asprintf(char **out, const char *format, A... args) {
+  const omprpc_arg list[] = {omprpc_arg_p_(format), omprpc_make_arg(args)...};
+  return omprpc_asprintf_args_(out, list, (uint32_t)(1 + sizeof...(A)));
 }
 #pragma omp end declare target
 

@@ -11,7 +11,11 @@
  *     are the ones linked.)
  *   * NVIDIA and AMD: fprintf(stream, format, ...) — a variadic call, which clang-16 refuses to
  *     compile for AMD and nvlink cannot resolve — becomes omprpc_device.h's typed fprintf (at most 31
- *     arguments), printed by the host like printf.
+ *     arguments), printed by the host like printf. snprintf, sprintf and asprintf likewise become
+ *     omprpc_device.h's typed omprpc_snprintf, omprpc_sprintf and the library's asprintf (at most 31
+ *     arguments in C), formatted by the host's C library: the bytes and result of glibc's snprintf;
+ *     asprintf's text comes from the library's malloc, for the program's free. vsnprintf and
+ *     vsprintf cannot be had: clang-16 cannot compile va_arg for a GPU (docs/c-library.md).
  * Without it, printf and assert on NVIDIA stay CUDA's, and fprintf does not build for a GPU. */
 #ifndef OMPRPC_LIBC_H
 #define OMPRPC_LIBC_H
@@ -20,6 +24,9 @@
 #include <assert.h> /* __assert_fail declared as glibc declares it, before its definition below */
 #include <stdint.h>
 #include <stdio.h> /* declared before the macro below renames fprintf */
+#ifdef __cplusplus
+#include <cstdio> /* now, as its #undefs of fprintf, snprintf and sprintf would end the macros below */
+#endif
 
 #include "omprpc_device.h"
 
@@ -29,6 +36,8 @@ extern "C" {
 #pragma omp begin declare target
 /* The device library's printf, with the stream named. */
 int omprpc_libc_vfprintf_struct(FILE *stream, const char *format, void *args, uint32_t size);
+/* The device library's asprintf: args[0] is the format; the text comes from the library's malloc. */
+int omprpc_libc_asprintf_args(char **out, const omprpc_arg *args, uint32_t count);
 #if defined(__NVPTX__)
 __attribute__((weak)) int __llvm_omp_vprintf(const char *format, void *args, uint32_t size) {
   return omprpc_libc_vfprintf_struct((FILE *)OMPRPC_STDOUT, format, args, size);
@@ -53,6 +62,27 @@ __attribute__((weak, noreturn)) void __assert_fail(const char *expression, const
 #endif
 
 #define fprintf(stream, ...) omprpc_fprintf((omprpc_file *)(stream), __VA_ARGS__)
+#define snprintf(buffer, size, ...) omprpc_snprintf(buffer, size, __VA_ARGS__)
+#define sprintf(buffer, ...) omprpc_sprintf(buffer, __VA_ARGS__)
+#ifdef __cplusplus
+/* std::snprintf(...) becomes std::omprpc_snprintf(...), and so on. */
+namespace std {
+using ::omprpc_fprintf;
+using ::omprpc_snprintf;
+using ::omprpc_sprintf;
+} // namespace std
+#pragma omp begin declare target
+template <typename... A> static inline int omprpc_libc_asprintf(char **out, const char *format, A... args) {
+  const omprpc_arg list[] = {omprpc_arg_p_(format), omprpc_make_arg(args)...};
+  return omprpc_libc_asprintf_args(out, list, (uint32_t)(1 + sizeof...(A)));
+}
+#pragma omp end declare target
+#define asprintf(out, ...) omprpc_libc_asprintf(out, __VA_ARGS__)
+#else
+#define asprintf(out, ...)                                                                                \
+  omprpc_libc_asprintf_args((out), (const omprpc_arg[]){OMPRPC_TO_BUFFER_ARGS_(__VA_ARGS__)},            \
+                            OMPRPC_TO_BUFFER_COUNT_(__VA_ARGS__))
+#endif
 #endif
 
 #endif /* OMPRPC_LIBC_H */

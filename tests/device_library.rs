@@ -309,26 +309,150 @@ fn unchanged_programs_link_with_the_library_for_every_gpu_target() {
 #[test]
 fn the_librarys_own_functions_give_glibcs_results() {
     let exe = support::build_program_with("libc_differential.c", &["-fno-builtin"]);
+    let (checks, _) = compared(&exe, Plugin::Ours, "the library against glibc");
+    assert!(checks > 50_000, "only {checks} cases were compared");
+}
+
+/// Runs a program that compares the library with glibc (its last line "N checks, M mismatches")
+/// through `plugin`: how many cases it compared, and its stderr. Fails, saying `what` was compared,
+/// unless it ended well with no mismatch.
+fn compared(exe: &std::path::Path, plugin: Plugin, what: &str) -> (u64, String) {
+    let ours = matches!(plugin, Plugin::Ours);
+    let out = run(exe, &[], plugin, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if ours {
+        check_ours_ran(&stderr).unwrap();
+    }
+    let (checks, mismatches) = stdout
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .strip_suffix(" mismatches")
+        .and_then(|rest| rest.split_once(" checks, "))
+        .map(|(checks, mismatches)| (checks.parse::<u64>().unwrap(), mismatches.to_string()))
+        .unwrap_or_else(|| panic!("{what}: no summary in:\n{stdout}{stderr}"));
+    assert!(
+        out.status.success() && mismatches == "0",
+        "{what}:\n{stdout}{stderr}"
+    );
+    (checks, stderr)
+}
+
+/// The library's `strtod`, `strtof`, `strtold` and `atof` (`device/strtod.c`, the host's C library
+/// converting through the plugin's STRTOD service) give glibc's value bits, end pointers and errno:
+/// `c_tests/libc_strtod.c` calls both on thousands of inputs in a target region on the host device
+/// (edge cases, random numbers of every length, exact midpoints between doubles, numbers longer than
+/// the device's cut); built for a simulated warp of 32, every lane then converts numbers of its own at
+/// once.
+#[test]
+fn the_librarys_strtod_gives_glibcs_results() {
+    for (flags, least) in [
+        (&["-fno-builtin"][..], 80_000),
+        (
+            &["-fno-builtin", "-DOMPRPC_SIMULATED_LANES=32"][..],
+            80_000 + 32 * 60 * 4,
+        ),
+    ] {
+        let exe = support::build_program_with("libc_strtod.c", flags);
+        let what = format!("{flags:?}: the library's strtod against glibc");
+        let (checks, _) = compared(&exe, Plugin::Ours, &what);
+        assert!(checks > least, "{flags:?}: only {checks} cases were compared");
+    }
+}
+
+/// `snprintf`, `sprintf` and `asprintf` of device code (`omprpc_device.h`'s typed forms, which
+/// `omprpc_libc.h` routes a GPU program's calls to, and the library's `asprintf`) give glibc's result and
+/// bytes for the same inputs, formatted by the host through FORMAT_TO_BUFFER:
+/// `c_tests/libc_snprintf.c` compares them with the host's glibc on thousands of cases in a target region
+/// on the host device, and checks what it refuses (-1, the buffer untouched); the host's error lines say
+/// why. Then the same from every lane of a simulated warp of 32, each lane its own text and size, with
+/// all lanes, a third of them, and each alone; and the same cases through the stock plugin, where the
+/// header formats on the host without a server.
+#[test]
+fn snprintf_in_target_regions_gives_glibcs_bytes_and_results() {
+    let what = "device snprintf against glibc";
+    let exe = build_program("libc_snprintf.c");
+    let (checks, stderr) = compared(&exe, Plugin::Ours, what);
+    assert!(checks > 50_000, "only {checks} cases were compared");
+    for refusal in [
+        "snprintf(\"n:%n %d\"): %n is not available to device code",
+        "snprintf(\"%1$d\"): positional arguments (%1$d) are not available to device code",
+        "snprintf(\"%*d\"): the output would write at least 2000001 bytes to the device's buffer, more than the \
+         1048576",
+    ] {
+        assert!(stderr.contains(refusal), "no error line {refusal:?} in:\n{stderr}");
+    }
+    let warp = support::build_program_with("libc_snprintf.c", &["-DOMPRPC_SIMULATED_LANES=32"]);
+    let (lanes, _) = compared(&warp, Plugin::Ours, what);
+    assert_eq!(
+        lanes,
+        32 + 11 + 32 + 11,
+        "every lane, a third of them, each alone; the refusals"
+    );
+    let (fallback, _) = compared(&exe, Plugin::Stock, what);
+    assert_eq!(fallback, checks, "the same cases without a server");
+}
+
+/// The library's clocks (`device/time.c`) in a target region on the host device: `CLOCK_MONOTONIC`
+/// never goes back, `clock()` is that clock in microseconds, `nanosleep` sleeps at least the time asked
+/// (by its own clock and the host's; no upper bound), other clock ids and bad requests fail with
+/// EINVAL (`c_tests/libc_time.c`).
+#[test]
+fn the_librarys_clocks_are_monotonic_and_nanosleep_sleeps_long_enough() {
+    let exe = support::build_program_with("libc_time.c", &["-fno-builtin"]);
     let out = run(&exe, &[], Plugin::Ours, &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     check_ours_ran(&stderr).unwrap();
+    assert!(stdout.contains("on the device: 1\n"), "{stdout}{stderr}");
     let summary = stdout.lines().last().unwrap_or_default();
-    let (checks, mismatches) = summary
-        .strip_suffix(" mismatches")
+    let (checks, failures) = summary
+        .strip_suffix(" failures")
         .and_then(|rest| rest.split_once(" checks, "))
         .unwrap_or_else(|| panic!("no summary in:\n{stdout}{stderr}"));
-    let checks: u64 = checks.parse().unwrap();
     assert!(
-        out.status.success() && mismatches == "0",
-        "the library against glibc:\n{stdout}{stderr}"
+        out.status.success() && failures == "0",
+        "the library's clocks:\n{stdout}{stderr}"
     );
-    assert!(checks > 50_000, "only {checks} cases were compared");
+    assert!(checks.parse::<u64>().unwrap() > 2_000, "only {checks} checks");
 }
 
-/// The C library calls of `c_tests/gpu/libc_calls.c` that run on the device, which the device link must
-/// find defined (glibc's ctype macros read `__ctype_*_loc`; `errno` is `__errno_location`).
-const DEVICE_CALLS: [&str; 67] = [
+/// The library's `exit` runs the device's `atexit` handlers (64 at most, the last registered first)
+/// and `_Exit` runs none; both end the process with their status, through the host, with what the
+/// host and the device wrote before there once, in order, and the device's unclosed file flushed
+/// (`c_tests/libc_exit.c`).
+#[test]
+fn library_exit_runs_atexit_handlers_and_underscore_exit_does_not() {
+    let exe = support::build_program_with("libc_exit.c", &["-fno-builtin"]);
+    let before = "host: before the target region\ndevice: registered 0, then -1\n";
+    for (mode, status, handlers) in [
+        ("exit", 5, "device: handler 2, after 62\ndevice: handler 1\n"),
+        ("_Exit", 6, ""),
+    ] {
+        let file = support::scratch().join(format!("libc_exit_{mode}.txt"));
+        let _ = std::fs::remove_file(&file);
+        let out = run(&exe, &[mode, file.to_str().unwrap()], Plugin::Ours, &[]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{mode}: {stdout}{stderr}");
+        assert_eq!(
+            stdout,
+            format!("{before}{handlers}"),
+            "{mode}: every line once, in order"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap_or_default(),
+            "written by the device\n",
+            "{mode}: the device's file flushed"
+        );
+    }
+}
+
+/// The C library calls of `c_tests/gpu/libc_calls.c` that the library defines, which the device link must
+/// find defined (glibc's ctype macros read `__ctype_*_loc`; `errno` is `__errno_location`): those that
+/// run on the device, and `strtod`, `strtof`, `atof` and `_Exit`, which reach the host.
+const DEVICE_CALLS: [&str; 75] = [
     "strerror",
     "__ctype_b_loc",
     "__ctype_tolower_loc",
@@ -396,19 +520,92 @@ const DEVICE_CALLS: [&str; 67] = [
     "bsearch",
     "srand",
     "rand",
+    "strtod",
+    "strtof",
+    "atof",
+    "clock_gettime",
+    "clock",
+    "nanosleep",
+    "atexit",
+    "_Exit",
+];
+
+/// A GPU program's `snprintf`, `sprintf` and `asprintf` with `-include omprpc_libc.h` take 31 arguments
+/// after the format, and 32 stop the build with one message that names them and the limit, for NVIDIA
+/// and AMD (`c_tests/printf_argument_limit.c`, compiled only: the message comes from the front end).
+#[test]
+fn gpu_snprintf_with_too_many_arguments_is_refused_naming_the_limit() {
+    support::require_gpu_toolchains();
+    let root = support::root();
+    let header = root.join("include/omprpc_libc.h").display().to_string();
+    for gpu in [Gpu::Nvptx("sm_80"), Gpu::Amdgcn("gfx90a")] {
+        let build = |extra: &[&str]| {
+            let object = support::scratch().join(format!("printf_argument_limit-{}-{}.o", gpu.arch(), extra.len()));
+            let out = gpu
+                .compiler("clang-16")
+                .args([
+                    "-c",
+                    "-Wall",
+                    "-Werror",
+                    "-D_GNU_SOURCE",
+                    "-DLIBC",
+                    "-include",
+                    &header,
+                    "-I",
+                ])
+                .arg(root.join("include"))
+                .args(extra)
+                .arg(root.join("c_tests/printf_argument_limit.c"))
+                .arg("-o")
+                .arg(&object)
+                .output()
+                .expect("clang-16");
+            let _ = std::fs::remove_file(&object);
+            (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        };
+        let (built, stderr) = build(&[]);
+        assert!(built, "{gpu:?}, 31 arguments: {stderr}");
+        let (built, stderr) = build(&["-DTOO_MANY_ARGS"]);
+        assert!(!built, "{gpu:?}, 32 arguments built");
+        assert!(
+            stderr.contains(
+                "(snprintf, sprintf and asprintf on a GPU with omprpc_libc.h) take at most 31 arguments after \
+                 the format"
+            ),
+            "{gpu:?}: {stderr}"
+        );
+        assert_eq!(stderr.matches("error:").count(), 1, "{gpu:?}, one error: {stderr}");
+    }
+}
+
+/// The calls of `c_tests/gpu/libc_calls.c` that `omprpc_libc.h` routes to typed forms the host formats
+/// (`snprintf`, `sprintf`, and `asprintf`, the library's `omprpc_libc_asprintf_args`): none may be left
+/// for the device link (nvlink would fail on it; AMD would not have compiled the variadic call).
+const FORMAT_CALLS: [&str; 6] = [
+    "snprintf",
+    "sprintf",
+    "asprintf",
+    "vsnprintf",
+    "vsprintf",
+    "omprpc_libc_asprintf_args",
 ];
 
 /// A program that calls the C library functions that run on the device links with the library for
-/// every GPU target, and without it does not (so that the check sees a missing one).
+/// every GPU target, and without it does not (so that the check sees a missing one); with
+/// `-include omprpc_libc.h`, for its snprintf, sprintf and asprintf.
 #[test]
 fn c_library_functions_that_run_on_the_device_link_for_every_gpu_target() {
     let dir = library_dir();
     let gnu = "-D_GNU_SOURCE".to_string();
-    let err = build_gpu_program("libc_calls.c", Gpu::Amdgcn("gfx90a"), std::slice::from_ref(&gnu))
-        .expect_err("linked without the library");
+    let header = ["-include".to_string(), dir.join("omprpc_libc.h").display().to_string()];
+    let without = [gnu.clone(), header[0].clone(), header[1].clone()];
+    let err =
+        build_gpu_program("libc_calls.c", Gpu::Amdgcn("gfx90a"), &without).expect_err("linked without the library");
     assert!(err.contains("undefined symbol: strlen"), "{err}");
-    let flags = vec![gnu, format!("-L{}", dir.display()), "-lomprpc-device".to_string()];
-    let failures = undefined_for_every_gpu("libc_calls.c", &flags, &DEVICE_CALLS);
+    let mut flags = without.to_vec();
+    flags.extend([format!("-L{}", dir.display()), "-lomprpc-device".to_string()]);
+    let names = [&DEVICE_CALLS[..], &FORMAT_CALLS[..]].concat();
+    let failures = undefined_for_every_gpu("libc_calls.c", &flags, &names);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -84,6 +84,15 @@ fn the_device_header_has_the_mailbox_layout() {
         opcodes.contains(&own),
         "the header's own opcodes are the plugin's: {opcodes}"
     );
+    let format_to_buffer = format!("own FORMAT_TO_BUFFER {}\n", opcode::FORMAT_TO_BUFFER);
+    assert!(
+        opcodes.contains(&format_to_buffer),
+        "the header's FORMAT_TO_BUFFER is the plugin's: {opcodes}"
+    );
+    assert!(
+        opcodes.contains(&format!("own STRTOD {}\n", opcode::STRTOD)),
+        "the header's STRTOD is the plugin's: {opcodes}"
+    );
     assert!(opcodes.ends_with("lanes 1\n"), "{opcodes}");
     let header = std::fs::read_to_string(root.join("include/omprpc_device.h")).unwrap();
     let lanes = omprpc::plugin::rpc_link::LANES_SYMBOL.to_str().unwrap();
@@ -94,7 +103,8 @@ fn the_device_header_has_the_mailbox_layout() {
 }
 
 /// `omprpc_printf` takes 31 arguments after its format; 32 stop the build with one message that names
-/// the limit (before, the argument-counting macro failed with an unrelated macro error).
+/// the limit (before, the argument-counting macro failed with an unrelated macro error). The same for
+/// `omprpc_snprintf`, `omprpc_sprintf` and `omprpc_asprintf`, whose message names them.
 #[cfg(feature = "rpc")]
 #[test]
 fn printf_with_too_many_arguments_is_refused_naming_the_limit() {
@@ -125,6 +135,21 @@ fn printf_with_too_many_arguments_is_refused_naming_the_limit() {
     assert!(!built);
     assert!(
         stderr.contains("omprpc_printf and omprpc_fprintf take at most 31 arguments after the format"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("error:").count(), 1, "one error: {stderr}");
+    let (built, stderr) = build(&["-DSNPRINTF"]);
+    assert!(
+        built,
+        "31 arguments to omprpc_snprintf, omprpc_sprintf, omprpc_asprintf: {stderr}"
+    );
+    let (built, stderr) = build(&["-DSNPRINTF", "-DTOO_MANY_ARGS"]);
+    assert!(!built);
+    assert!(
+        stderr.contains(
+            "omprpc_snprintf, omprpc_sprintf and omprpc_asprintf (snprintf, sprintf and asprintf on a GPU \
+             with omprpc_libc.h) take at most 31 arguments after the format"
+        ),
         "{stderr}"
     );
     assert_eq!(stderr.matches("error:").count(), 1, "one error: {stderr}");

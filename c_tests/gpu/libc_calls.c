@@ -1,9 +1,12 @@
 /* An unchanged program's C library calls that need no host: ctype.h (the macros of glibc's header, and
- * the functions), string.h and strings.h, stdlib.h's and inttypes.h's integer functions, errno, wctob.
+ * the functions), string.h and strings.h, stdlib.h's and inttypes.h's integer functions, errno, wctob,
+ * time.h's clocks, atexit; and strtod, strtof, atof and _Exit, which reach the host.
  * Built for each GPU target with -lomprpc-device by tests/device_library.rs, which checks that the
  * device link finds each defined. The text they work on depends on argc, so that no call is folded away.
  * Built with -D_GNU_SOURCE (for memmem, strchrnul and the like): clang-16's AMD pass includes the C
- * library's headers before the program's first line. */
+ * library's headers before the program's first line. Built with -include omprpc_libc.h too, for
+ * snprintf, sprintf and asprintf, which the host formats (clang-16 cannot compile a variadic call for
+ * AMD, and nvlink finds no snprintf, without it). */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <wchar.h>
 
 /* BSD's, which glibc declares from 2.38 on (Debian 12 has 2.36): a program declares them itself. */
@@ -19,6 +23,7 @@ size_t strlcat(char *dst, const char *src, size_t size);
 
 static int by_value(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 static int by_value_r(const void *a, const void *b, void *sign) { return *(int *)sign * by_value(a, b); }
+static void at_exit(void) {}
 
 int main(int argc, char **argv) {
   long status = 0;
@@ -95,6 +100,17 @@ int main(int argc, char **argv) {
     status += bsearch(&key, values, 8, sizeof values[0], by_value) != NULL;
     srand((unsigned)c);
     status += rand();
+    status += (long)strtod(text, &end) + (long)strtof(text + 1, NULL) + (long)atof(text + 2);
+    struct timespec now, nap = {0, c};
+    status += clock_gettime(CLOCK_MONOTONIC, &now) + now.tv_nsec + clock() + nanosleep(&nap, NULL);
+    status += atexit(at_exit);
+    char formatted[64], *allocated = NULL;
+    status += snprintf(formatted, sizeof formatted, "%s|%d|%.3f|%c|%lld", text, c, c / 7.0, c, (long long)status);
+    status += sprintf(formatted, "%x %p %-5s|", (unsigned)c, (void *)text, text + c % 4);
+    status += asprintf(&allocated, "%*d", c % 9, c);
+    free(allocated);
+    if (c == 'Q')
+      _Exit(c);
   }
   printf("%ld\n", status);
   return 0;

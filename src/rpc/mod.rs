@@ -24,7 +24,8 @@
 //!    on it. The call is shown in the thread's slot ([`calls`]), where a stand-by thread
 //!    takes over the scan from a call that holds it up, and the watchdog looks.
 //! 4. **libc's server carries out the opcode.** For the plugin's callbacks, in [`services`]: MALLOC
-//!    and FREE from the device's heap, PRINTF through the host's C library, ASSERT. For the C
+//!    and FREE from the device's heap, PRINTF (and FORMAT_TO_BUFFER, `snprintf`) through the host's
+//!    C library, ASSERT. For the C
 //!    streams and EXIT, libc's server calls the C library itself, and the plugin's link (`--wrap`,
 //!    `build.rs`) routes those calls through [`services::streams`] (only streams the device has open
 //!    reach the C library) and [`services::exit`]. A user opcode goes to

@@ -105,6 +105,14 @@ pub mod opcode {
     /// checked first, its result sent back (`rpc::services::host_call`). LLVM libc's own client
     /// sends its `HOST_CALL` (12), which libc's server serves as it is.
     pub const HOST_FUNCTION: u16 = 0x7f02;
+    /// The plugin's `snprintf`, `sprintf` and `asprintf`: a printf request formatted by the host's C
+    /// library into a buffer of the device's size, whose bytes and count go back to the device
+    /// (`rpc::services::printf`).
+    pub const FORMAT_TO_BUFFER: u16 = 0x7f03;
+    /// The plugin's `strtod`, `strtof` and `strtold`: the text of a number whose extent the device
+    /// found, converted by the host's C library, whose value's bits, characters read and `errno` go
+    /// back (`rpc::services::strtod`), so that the device gets glibc's correctly rounded results.
+    pub const STRTOD: u16 = 0x7f04;
 
     /// Whether libc's server handles `op` itself (such opcodes cannot be overridden).
     pub fn is_built_in(op: u16) -> bool {
@@ -169,6 +177,8 @@ pub mod opcode {
             PRINTF => Some("PRINTF"),
             ASSERT_FAIL => Some("ASSERT_FAIL"),
             HOST_FUNCTION => Some("HOST_FUNCTION"),
+            FORMAT_TO_BUFFER => Some("FORMAT_TO_BUFFER"),
+            STRTOD => Some("STRTOD"),
             _ => NAMES.get(usize::from(op)).copied(),
         }
     }
@@ -191,6 +201,8 @@ pub mod opcode {
             assert_eq!(name(FIRST_USER), None);
             assert_eq!(name(0xFFFF), None, "RPC_LAST is no opcode");
             assert_eq!(name(PRINTF), Some("PRINTF"), "the plugin's own");
+            assert_eq!(name(FORMAT_TO_BUFFER), Some("FORMAT_TO_BUFFER"), "the plugin's own");
+            assert_eq!(name(STRTOD), Some("STRTOD"), "the plugin's own");
         }
 
         #[test]

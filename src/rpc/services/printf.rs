@@ -15,6 +15,16 @@
 //! printf's. Formats that would make the host write through a device pointer (`%n`) or that name
 //! arguments by position (`%1$d`, which the device cannot lay out) are refused with an error line and
 //! -1. The reply is each lane's result in `data[0]`.
+//!
+//! [`ffi::opcode::FORMAT_TO_BUFFER`] (device `snprintf`, `sprintf`, `asprintf`) takes the same request,
+//! with the size of the device's buffer in place of the stream (`u64::MAX` for `sprintf`, which has
+//! none), and formats it with the C library's `vsnprintf` into a host buffer of that size: the reply
+//! is a packet per lane with `vsnprintf`'s result in `data[0]` (the full length, or -1), then a byte
+//! string per lane with exactly the bytes glibc's `snprintf` writes (the output cut to `size - 1`
+//! bytes and its NUL; nothing for a size of 0; for -1, what glibc formatted before the error and its
+//! NUL), which the device copies into its buffer. At most
+//! [`FORMAT_TO_BUFFER_LIMIT`] bytes go back: a call that would write more, and a refused or malformed
+//! request, gets -1, an error line, and no bytes (the device's buffer is left as it was).
 
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -223,13 +233,40 @@ const FP_REGISTERS_USED: u32 = 48 + 128;
 extern "C" {
     // `va_list` is an array type: as a parameter it is a pointer to its first element.
     fn vfprintf(stream: *mut FILE, format: *const c_char, ap: *mut VaList) -> c_int;
+    fn vsnprintf(buffer: *mut c_char, size: usize, format: *const c_char, ap: *mut VaList) -> c_int;
 }
 
-/// Why a request was not printed.
+/// The most bytes, the NUL included, that [`ffi::opcode::FORMAT_TO_BUFFER`] sends back to a device's
+/// buffer (1 MiB): the bytes travel 64 to a packet through the mailbox, and the host holds them while it
+/// sends, so a device `snprintf` whose output (as cut to its size) is longer is refused with -1.
+pub const FORMAT_TO_BUFFER_LIMIT: usize = 1 << 20;
+
+/// Why a request was not printed (or formatted).
 #[derive(Debug)]
 enum NotPrinted {
     Malformed,
     Refused(Refused),
+    /// [`ffi::opcode::FORMAT_TO_BUFFER`]'s output, cut to the device's size, is at least this many
+    /// bytes with its NUL: more than [`FORMAT_TO_BUFFER_LIMIT`].
+    TooLong(u64),
+}
+
+impl NotPrinted {
+    fn reason(&self) -> String {
+        match self {
+            NotPrinted::Malformed => "the request was malformed".into(),
+            NotPrinted::Refused(Refused::WritesThroughPointer) => {
+                "%n is not available to device code (it would write through a device pointer)".into()
+            }
+            NotPrinted::Refused(Refused::Positional) => {
+                "positional arguments (%1$d) are not available to device code".into()
+            }
+            NotPrinted::TooLong(bytes) => format!(
+                "the output would write at least {bytes} bytes to the device's buffer, more than the \
+                 {FORMAT_TO_BUFFER_LIMIT} a device's snprintf, sprintf or asprintf receives"
+            ),
+        }
+    }
 }
 
 /// Arguments in `va_list` slots, with the host copies that string slots point to.
@@ -243,6 +280,16 @@ struct Slots {
 }
 
 impl Slots {
+    /// A `va_list` that reads the slots from the first (each C library call consumes its own).
+    fn va_list(&mut self) -> VaList {
+        VaList {
+            gp_offset: GP_REGISTERS_USED,
+            fp_offset: FP_REGISTERS_USED,
+            overflow_arg_area: self.words.as_mut_ptr().cast(),
+            reg_save_area: std::ptr::null_mut(),
+        }
+    }
+
     fn push(&mut self, word: u64) {
         if self.len.is_multiple_of(2) {
             self.words.push(0);
@@ -327,15 +374,7 @@ fn print(bytes: &[u8]) -> i64 {
     match print_request(&request) {
         Ok(count) => i64::from(count),
         Err(why) => {
-            let reason = match why {
-                NotPrinted::Malformed => "the request was malformed",
-                NotPrinted::Refused(Refused::WritesThroughPointer) => {
-                    "%n is not available to device code (it would write through a device pointer)"
-                }
-                NotPrinted::Refused(Refused::Positional) => {
-                    "positional arguments (%1$d) are not available to device code"
-                }
-            };
+            let reason = why.reason();
             let format = String::from_utf8_lossy(&request.format[..request.format.len() - 1]);
             log::error(format_args!(
                 "{}: printf({format:?}): {reason}; nothing printed",
@@ -351,12 +390,7 @@ fn print_request(request: &Request) -> Result<c_int, NotPrinted> {
     let args = arguments(request.format).map_err(NotPrinted::Refused)?;
     let mut slots = slots(request, &args)?;
     let stream = crate::rpc::services::streams::from_device_word(request.stream);
-    let mut ap = VaList {
-        gp_offset: GP_REGISTERS_USED,
-        fp_offset: FP_REGISTERS_USED,
-        overflow_arg_area: slots.words.as_mut_ptr().cast(),
-        reg_save_area: std::ptr::null_mut(),
-    };
+    let mut ap = slots.va_list();
     let format = request.format.as_ptr().cast::<c_char>();
     Ok(crate::rpc::services::streams::checked::with_stream(
         crate::rpc::services::streams::WRITE,
@@ -393,6 +427,108 @@ pub unsafe extern "C" fn serve(raw: ffi::Port, _data: *mut c_void) {
         }
     }
     let _ = port.send(&replies);
+    crate::rpc::calls::moved_through_port(port.moved());
+}
+
+/// What one lane's [`ffi::opcode::FORMAT_TO_BUFFER`] request gives: the C library's `vsnprintf`
+/// result (-1 after an error line when refused), and the bytes for the device's buffer.
+fn format_to_buffer(bytes: &[u8]) -> (i64, Vec<u8>) {
+    let Some(request) = Request::parse(bytes) else {
+        log::error(format_args!(
+            "{}: snprintf: the request was malformed; nothing written",
+            crate::rpc::calls::served_device_label()
+        ));
+        return (-1, Vec::new());
+    };
+    format_request(&request).unwrap_or_else(|why| {
+        let format = String::from_utf8_lossy(&request.format[..request.format.len() - 1]);
+        log::error(format_args!(
+            "{}: snprintf({format:?}): {}; nothing written",
+            crate::rpc::calls::served_device_label(),
+            why.reason()
+        ));
+        (-1, Vec::new())
+    })
+}
+
+/// Formats a well-formed request with the C library's `vsnprintf` for a buffer of `request.stream`
+/// bytes: its result, and the bytes `snprintf` writes to such a buffer.
+fn format_request(request: &Request) -> Result<(i64, Vec<u8>), NotPrinted> {
+    let args = arguments(request.format).map_err(NotPrinted::Refused)?;
+    let mut slots = slots(request, &args)?;
+    let size = request.stream;
+    let format = request.format.as_ptr().cast::<c_char>();
+    let mut format_into = |buffer: &mut Vec<u8>| {
+        let mut ap = slots.va_list();
+        let at = if buffer.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            buffer.as_mut_ptr().cast()
+        };
+        // SAFETY: `at` is NULL with a size of 0 or points at `buffer.len()` writable bytes; `format`
+        // and `ap` are as in `print_request` (each call reads the slots through its own `va_list`).
+        unsafe { vsnprintf(at, buffer.len(), format, &mut ap) }
+    };
+    // Most outputs are short: one call into a small buffer, a second into one of the exact size.
+    let mut buffer = vec![0u8; size.min(256) as usize];
+    let length = format_into(&mut buffer);
+    if length < 0 {
+        // glibc still writes what it formatted before the error (a wide character it cannot convert,
+        // say) and a NUL: formatted into two buffers filled differently, the bytes written are those
+        // that agree.
+        let room = size.min(FORMAT_TO_BUFFER_LIMIT as u64) as usize;
+        let (mut zeros, mut ones) = (vec![0u8; room], vec![0xffu8; room]);
+        format_into(&mut zeros);
+        format_into(&mut ones);
+        let written = zeros.iter().zip(&ones).take_while(|(a, b)| a == b).count();
+        if written == room && size > room as u64 {
+            return Err(NotPrinted::TooLong(room as u64 + 1));
+        }
+        zeros.truncate(written);
+        return Ok((i64::from(length), zeros));
+    }
+    let written = size.min(length as u64 + 1);
+    if written > FORMAT_TO_BUFFER_LIMIT as u64 {
+        return Err(NotPrinted::TooLong(written));
+    }
+    if written as usize > buffer.len() {
+        buffer = vec![0u8; written as usize];
+        let again = format_into(&mut buffer);
+        if again != length {
+            // The same arguments format alike, but for %m, which reads the host's errno.
+            let kept = usize::try_from(again).map_or(0, |n| buffer.len().min(n + 1));
+            buffer.truncate(kept);
+            return Ok((i64::from(again), buffer));
+        }
+    }
+    buffer.truncate(written as usize);
+    Ok((i64::from(length), buffer))
+}
+
+/// libc's callback for [`ffi::opcode::FORMAT_TO_BUFFER`]: a packet per active lane with its result,
+/// then a byte string per lane with the bytes for its buffer.
+///
+/// # Safety
+/// Called by libc's server with the port it is serving.
+pub unsafe extern "C" fn serve_format_to_buffer(raw: ffi::Port, _data: *mut c_void) {
+    // SAFETY: the port of the running callback, used only within it.
+    let mut port = unsafe { Port::from_raw(raw) };
+    let mut replies = port.lane_packets();
+    let mut written = vec![Vec::new(); port.lanes() as usize];
+    if let Ok(requests) = port.recv_n() {
+        // Requests and the written bytes are lane-indexed; result packets go to the active lanes in
+        // order (see `serve`).
+        let active = requests.iter().enumerate().filter(|(_, r)| !r.as_slice().is_empty());
+        for (reply, (lane, bytes)) in replies.iter_mut().zip(active) {
+            let (result, bytes) =
+                catch_unwind(AssertUnwindSafe(|| format_to_buffer(bytes.as_slice()))).unwrap_or((-1, Vec::new()));
+            reply.data[0] = result as u64;
+            written[lane] = bytes;
+        }
+    }
+    let _ = port.send(&replies);
+    let slices: Vec<&[u8]> = written.iter().map(Vec::as_slice).collect();
+    let _ = port.send_n(&slices);
     crate::rpc::calls::moved_through_port(port.moved());
 }
 
@@ -512,6 +648,83 @@ mod tests {
         let mut no_nul = request(2, "x", &[], &[]);
         no_nul[17] = b'y'; // the NUL ending the format
         assert_eq!(print(&no_nul), -1);
+    }
+
+    /// What FORMAT_TO_BUFFER gives for `format` with `args` and a device buffer of `size` bytes.
+    fn formatted(size: u64, format: &str, args: &[u8], strings: &[u8]) -> (i64, Vec<u8>) {
+        format_to_buffer(&request(size, format, args, strings))
+    }
+
+    /// The host's own snprintf of `format` with one `int` and one string, for a buffer of `size`.
+    fn snprintf_of(size: usize, format: &str, value: i32, text: &str) -> (i64, Vec<u8>) {
+        let format = std::ffi::CString::new(format).unwrap();
+        let text = std::ffi::CString::new(text).unwrap();
+        let mut buffer = vec![0xaau8; size];
+        let at = if size == 0 {
+            std::ptr::null_mut()
+        } else {
+            buffer.as_mut_ptr().cast()
+        };
+        // SAFETY: `at` has room for `size` bytes (or is NULL with 0); the format reads an int and a
+        // string, which are passed.
+        let n = unsafe { libc::snprintf(at, size, format.as_ptr(), value, text.as_ptr()) };
+        // After an error, what glibc wrote ends at the first NUL (the tests' texts have none before).
+        let kept = match usize::try_from(n) {
+            _ if size == 0 => 0,
+            Ok(n) => size.min(n + 1),
+            Err(_) => buffer.iter().position(|&b| b == 0).map_or(0, |at| at + 1),
+        };
+        buffer.truncate(kept);
+        (i64::from(n), buffer)
+    }
+
+    #[test]
+    fn format_to_buffer_writes_what_snprintf_writes() {
+        let mut args = (-1234i32).to_le_bytes().to_vec();
+        args.extend_from_slice(&[0; 4]);
+        args.extend_from_slice(&0x1000u64.to_le_bytes());
+        let strings = string(b"glibc");
+        for format in ["%d|%s", "%+08d [%-9s]", "%x%.2s"] {
+            let full = snprintf_of(4096, format, -1234, "glibc").0 as u64;
+            for size in [0, 1, 2, 5, full, full + 1, full + 2, 300, 100_000] {
+                let ours = formatted(size, format, &args, &strings);
+                let theirs = snprintf_of(size as usize, format, -1234, "glibc");
+                assert_eq!(ours, theirs, "{format:?} into {size} bytes");
+            }
+            // sprintf: no size, the whole output and its NUL.
+            let (n, bytes) = formatted(u64::MAX, format, &args, &strings);
+            assert_eq!(
+                (n as u64, bytes.len() as u64),
+                (full, full + 1),
+                "{format:?} with no size"
+            );
+        }
+        // -1 (-1234 is no wide character): glibc writes what came before, and a NUL.
+        for size in [0, 1, 2, 3, 4, 100] {
+            let ours = formatted(size, "ab%lc%s", &args, &strings);
+            let theirs = snprintf_of(size as usize, "ab%lc%s", -1234, "glibc");
+            assert_eq!(ours, theirs, "an error, into {size} bytes");
+            assert_eq!(ours.0, -1);
+        }
+    }
+
+    #[test]
+    fn format_to_buffer_refuses_what_printf_refuses_and_long_outputs() {
+        assert_eq!(formatted(64, "%d%n", &[0; 16], &[]), (-1, Vec::new()));
+        assert_eq!(formatted(64, "%1$d", &[0; 16], &[]), (-1, Vec::new()));
+        assert_eq!(formatted(64, "%s", &[0; 8], &[1, 2]), (-1, Vec::new()));
+        assert_eq!(format_to_buffer(&[1, 2, 3]), (-1, Vec::new()));
+        // Two million spaces: refused without a bound, cut like snprintf's with a small one.
+        let width = 2_000_000i32.to_le_bytes();
+        let mut args = width.to_vec();
+        args.extend_from_slice(&7i32.to_le_bytes());
+        assert_eq!(formatted(u64::MAX, "%*d", &args, &[]), (-1, Vec::new()));
+        let (n, bytes) = formatted(10, "%*d", &args, &[]);
+        assert_eq!((n, bytes.as_slice()), (2_000_000, &b"         \0"[..]));
+        let limit = FORMAT_TO_BUFFER_LIMIT as u64;
+        let (n, bytes) = formatted(limit, "%*d", &args, &[]);
+        assert_eq!((n, bytes.len() as u64), (2_000_000, limit), "exactly the limit");
+        assert_eq!(formatted(limit + 1, "%*d", &args, &[]), (-1, Vec::new()));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! One server of a device: owns libc's `rpc_device_t` and the shared mailbox, gives libc the
-//! callbacks of the device's services (MALLOC and FREE from its heap, PRINTF, ASSERT) and of the user
-//! opcodes (`super::handlers::dispatch`), finds the ports whose requests wait and serves them, and
-//! turns a request nobody handles into a clear error instead of a hang.
+//! callbacks of the device's services (MALLOC and FREE from its heap, PRINTF, FORMAT_TO_BUFFER, ASSERT)
+//! and of the user opcodes (`super::handlers::dispatch`), finds the ports whose requests wait and
+//! serves them, and turns a request nobody handles into a clear error instead of a hang.
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -201,7 +201,15 @@ impl RpcServer {
             .and_then(|()| server.register(opcode::FREE, serve_free, state))
             .and_then(|()| server.register(opcode::PRINTF, crate::rpc::services::printf::serve, state))
             .and_then(|()| server.register(opcode::ASSERT_FAIL, crate::rpc::services::assertion::serve, state))
-            .and_then(|()| server.register(opcode::HOST_FUNCTION, crate::rpc::services::host_call::serve, state));
+            .and_then(|()| server.register(opcode::HOST_FUNCTION, crate::rpc::services::host_call::serve, state))
+            .and_then(|()| {
+                server.register(
+                    opcode::FORMAT_TO_BUFFER,
+                    crate::rpc::services::printf::serve_format_to_buffer,
+                    state,
+                )
+            })
+            .and_then(|()| server.register(opcode::STRTOD, crate::rpc::services::strtod::serve, state));
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();
