@@ -1,5 +1,6 @@
 #!/bin/sh
-# Coverage-guided fuzzing of every parser of untrusted bytes in omprpc (fuzz/fuzz_targets/), on the
+# Coverage-guided fuzzing of every parser of untrusted bytes in omprpc, and of the device library's C
+# code against glibc (libc_device_code) (fuzz/fuzz_targets/), on the
 # stable toolchain: cargo-fuzz with `--sanitizer none` and libFuzzer (libfuzzer-sys).
 #
 #   sh scripts/fuzz.sh ci [SECONDS]        build, then run every target from its seeds for SECONDS
@@ -19,7 +20,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-TARGETS="elf host_image nvidia_image amdgpu_code_object exec_mode abi_args"
+TARGETS="elf host_image nvidia_image amdgpu_code_object exec_mode abi_args libc_device_code"
 CARGO_FUZZ_VERSION=0.13.2
 # --sanitizer none: sanitizers need nightly. --debug-assertions: also overflow checks, as in tests.
 FUZZ_FLAGS="--sanitizer none --debug-assertions"
