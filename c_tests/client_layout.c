@@ -39,6 +39,8 @@ int main(void) {
   printf("own PRINTF %d ASSERT_FAIL %d HOST_FUNCTION %d\n", (int)OMPRPC_OP_PRINTF, (int)OMPRPC_OP_ASSERT_FAIL,
          (int)OMPRPC_OP_HOST_FUNCTION);
   printf("own STRTOD %d\n", (int)OMPRPC_OP_STRTOD);
+  printf("own SCAN %d\n", (int)OMPRPC_OP_SCAN);
+  printf("own GETENV %d\n", (int)OMPRPC_OP_GETENV);
   printf("own FORMAT_TO_BUFFER %d\n", (int)OMPRPC_OP_FORMAT_TO_BUFFER);
   printf("lanes %u\n", __omprpc_rpc_lanes);
   return 0;

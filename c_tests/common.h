@@ -16,6 +16,17 @@
 
 #define ON_DEVICE() (!omp_is_initial_device())
 
+/* The end of a program that checks the device library in a target region: `counted` holds the checks
+ * made, the mismatches found and whether the region ran on an offload device (one that did not counts
+ * as a mismatch). Prints them as the tests read them; the program's exit status. */
+static inline int report_checks(long counted[3]) {
+  printf("on the device: %ld\n", counted[2]);
+  if (!counted[2])
+    counted[1]++;
+  printf("%ld checks, %ld mismatches\n", counted[0], counted[1]);
+  return counted[1] != 0;
+}
+
 static void omprpc_test_report_plugins(void) {
   FILE *maps = fopen("/proc/self/maps", "r");
   char line[4096];

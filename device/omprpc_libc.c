@@ -184,6 +184,94 @@ int omprpc_libc_asprintf_args(char **out, const omprpc_arg *args, uint32_t count
   return omprpc_asprintf_with_(out, OMPRPC_LIBC_(malloc), OMPRPC_LIBC_(free), args, count);
 }
 
+/* ---- The environment ------------------------------------------------------------------------------
+ * getenv: the host's C library looks the name up (plugin opcode GETENV, src/rpc/services/getenv.rs)
+ * and answers the value with its NUL, or nothing when the variable is unset. The device keeps each
+ * value it was given in a block of this library's malloc, on a list per device, and hands out that
+ * copy: a name asked for again with the same value gets the same pointer, and a pointer once handed
+ * out stays valid for the rest of the program (a value that changed on the host gets a block of its
+ * own). A NULL name is NULL, as is a name asked for on a GPU with no server to answer. */
+
+typedef struct omprpc_libc_env_ {
+  struct omprpc_libc_env_ *next;
+  uint64_t name_size;  /* with its NUL */
+  uint64_t value_size; /* with its NUL */
+} omprpc_libc_env_;
+
+/* The name, then the value, right after an entry (not a flexible array member: clang-16's OpenMP
+ * passes call it incomplete where it is used). */
+static inline char *omprpc_libc_env_bytes_(omprpc_libc_env_ *e) { return (char *)(e + 1); }
+
+static omprpc_libc_env_ *omprpc_libc_env_kept_;
+
+static int omprpc_libc_same_bytes_(const char *a, const char *b, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (a[i] != b[i])
+      return 0;
+  return 1;
+}
+
+/* Asks the host for name's value (name_size bytes, its NUL included), keeping at most `capacity`
+ * bytes in `value`; returns the value's size with its NUL, 0 when the variable is unset. */
+static uint64_t omprpc_libc_ask_env_(const char *name, uint64_t name_size, char *value, uint64_t capacity) {
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_GETENV);
+  omprpc_send_n(&port, name, name_size);
+  uint64_t size = omprpc_recv_n(&port, value, capacity);
+  omprpc_close(&port);
+  return size;
+}
+
+/* The kept copy of name's value (size bytes with its NUL): the one on the list, or a new one. */
+static char *omprpc_libc_keep_env_(const char *name, uint64_t name_size, const char *value, uint64_t size) {
+  for (omprpc_libc_env_ *e = __atomic_load_n(&omprpc_libc_env_kept_, __ATOMIC_ACQUIRE); e; e = e->next)
+    if (e->name_size == name_size && e->value_size == size && omprpc_libc_same_bytes_(omprpc_libc_env_bytes_(e), name, name_size) &&
+        omprpc_libc_same_bytes_(omprpc_libc_env_bytes_(e) + name_size, value, size))
+      return omprpc_libc_env_bytes_(e) + name_size;
+  omprpc_libc_env_ *e = (omprpc_libc_env_ *)OMPRPC_LIBC_(malloc)(sizeof(omprpc_libc_env_) + name_size + size);
+  if (!e)
+    return 0;
+  e->name_size = name_size;
+  e->value_size = size;
+  omprpc_copy_(omprpc_libc_env_bytes_(e), name, name_size);
+  omprpc_copy_(omprpc_libc_env_bytes_(e) + name_size, value, size);
+  e->next = __atomic_load_n(&omprpc_libc_env_kept_, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(&omprpc_libc_env_kept_, &e->next, e, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    ;
+  return omprpc_libc_env_bytes_(e) + name_size;
+}
+
+char *OMPRPC_LIBC_(getenv)(const char *name) {
+  if (!name)
+    return 0;
+  if (!omprpc_rpc_active()) {
+#if !OMPRPC_GPU_
+    return getenv(name); /* the host device without omprpc's server: the host's own */
+#else
+    return 0;
+#endif
+  }
+  uint64_t name_size = omprpc_strlen_(name) + 1;
+  char small[120];
+  char *value = small;
+  uint64_t capacity = sizeof small;
+  uint64_t size = omprpc_libc_ask_env_(name, name_size, value, capacity);
+  /* A longer value: asked for again into a block of its size (again, if it grew meanwhile). */
+  while (size > capacity) {
+    if (value != small)
+      OMPRPC_LIBC_(free)(value);
+    value = (char *)OMPRPC_LIBC_(malloc)(size);
+    if (!value)
+      return 0;
+    capacity = size;
+    size = omprpc_libc_ask_env_(name, name_size, value, capacity);
+  }
+  /* The host's answer ends in its NUL; one without cannot be glibc's value. */
+  char *kept = size && value[size - 1] == 0 ? omprpc_libc_keep_env_(name, name_size, value, size) : 0;
+  if (value != small)
+    OMPRPC_LIBC_(free)(value);
+  return kept;
+}
+
 /* ---- Ending the program ----------------------------------------------------------------------------
  * atexit's handlers live on the device, as in LLVM libc's GPU build: at most 64 (its fixed list's
  * size), run by exit on the device in the reverse order of their registration, each once (a lane that
@@ -192,31 +280,61 @@ int omprpc_libc_asprintf_args(char **out, const omprpc_arg *args, uint32_t count
  * then end the process through the host (RPC EXIT), which flushes the host's streams, where what the
  * device printed already is, as for LLVM libc's exit and _Exit alike. */
 
-static void (*omprpc_libc_atexit_handlers_[64])(void);
-static uint32_t omprpc_libc_atexit_count_;
+/* A list of exit handlers (atexit's, or at_quick_exit's): 64 at most, taken one by one when run so
+ * that lanes running the list together run each handler once. */
+typedef struct {
+  void (*handlers[64])(void);
+  uint32_t count;
+} omprpc_libc_exit_handlers_;
 
-int OMPRPC_LIBC_(atexit)(void (*handler)(void)) {
-  uint32_t slot = __atomic_fetch_add(&omprpc_libc_atexit_count_, 1, __ATOMIC_RELAXED);
+static omprpc_libc_exit_handlers_ omprpc_libc_atexit_handlers_;
+
+static int omprpc_libc_add_exit_handler_(omprpc_libc_exit_handlers_ *list, void (*handler)(void)) {
+  uint32_t slot = __atomic_fetch_add(&list->count, 1, __ATOMIC_RELAXED);
   if (slot >= 64) {
-    __atomic_store_n(&omprpc_libc_atexit_count_, 64, __ATOMIC_RELAXED);
+    __atomic_store_n(&list->count, 64, __ATOMIC_RELAXED);
     return -1;
   }
-  __atomic_store_n(&omprpc_libc_atexit_handlers_[slot], handler, __ATOMIC_RELEASE);
+  __atomic_store_n(&list->handlers[slot], handler, __ATOMIC_RELEASE);
   return 0;
 }
 
-void OMPRPC_LIBC_(exit)(int status) {
-  uint32_t count = __atomic_load_n(&omprpc_libc_atexit_count_, __ATOMIC_RELAXED);
+/* Runs the list's handlers, the last registered first. */
+static void omprpc_libc_run_exit_handlers_(omprpc_libc_exit_handlers_ *list) {
+  uint32_t count = __atomic_load_n(&list->count, __ATOMIC_RELAXED);
   for (uint32_t slot = count < 64 ? count : 64; slot-- > 0;) {
-    void (*handler)(void) = __atomic_exchange_n(&omprpc_libc_atexit_handlers_[slot], 0, __ATOMIC_ACQ_REL);
+    void (*handler)(void) = __atomic_exchange_n(&list->handlers[slot], 0, __ATOMIC_ACQ_REL);
     if (handler)
       handler();
   }
+}
+
+int OMPRPC_LIBC_(atexit)(void (*handler)(void)) {
+  return omprpc_libc_add_exit_handler_(&omprpc_libc_atexit_handlers_, handler);
+}
+
+void OMPRPC_LIBC_(exit)(int status) {
+  omprpc_libc_run_exit_handlers_(&omprpc_libc_atexit_handlers_);
   omprpc_exit(status);
   __builtin_unreachable();
 }
 
 void OMPRPC_LIBC_(_Exit)(int status) {
+  omprpc_exit(status);
+  __builtin_unreachable();
+}
+
+/* quick_exit and at_quick_exit, as LLVM libc's GPU build has them: a list of their own (64 handlers at
+ * most, as atexit's), run by quick_exit the last registered first, each once; then the process ends as
+ * with _Exit, without atexit's handlers. */
+static omprpc_libc_exit_handlers_ omprpc_libc_quick_exit_handlers_;
+
+int OMPRPC_LIBC_(at_quick_exit)(void (*handler)(void)) {
+  return omprpc_libc_add_exit_handler_(&omprpc_libc_quick_exit_handlers_, handler);
+}
+
+void OMPRPC_LIBC_(quick_exit)(int status) {
+  omprpc_libc_run_exit_handlers_(&omprpc_libc_quick_exit_handlers_);
   omprpc_exit(status);
   __builtin_unreachable();
 }

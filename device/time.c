@@ -13,8 +13,9 @@
  *
  * The clocks: NVIDIA's %globaltimer (nanoseconds); AMD's realtime counter (s_memrealtime, or on gfx11
  * the GET_REALTIME message), at the frequency in __llvm_libc_clock_freq, LLVM libc's variable of the
- * same name and meaning: 100 MHz, LLVM libc's value too, unless whoever loads the image writes the
- * agent's own. The library's host builds (the host device's tests) read the host's CLOCK_MONOTONIC
+ * same name and meaning, with LLVM libc's defaults unless whoever loads the image writes the agent's
+ * own: 25 MHz on GFX9 parts before gfx940 (MI50, MI100, MI200), 100 MHz on gfx940 and later and on
+ * RDNA. The library's host builds (the host device's tests) read the host's CLOCK_MONOTONIC
  * and nap with the host's nanosleep, through the same code. */
 #include "omprpc_libc_common.h"
 
@@ -40,8 +41,13 @@ typedef struct {
 #define OMPRPC_CLOCKS_PER_SEC_ 1000000
 
 #if defined(__AMDGCN__)
+#if defined(__GFX9__) && !defined(__gfx940__) && !defined(__gfx941__) && !defined(__gfx942__)
+#define OMPRPC_REALTIME_HZ_ 25000000
+#else
+#define OMPRPC_REALTIME_HZ_ 100000000
+#endif
 /* The realtime counter's frequency (see above); protected, so that the image's loader can find it. */
-__attribute__((weak, visibility("protected"))) uint64_t __llvm_libc_clock_freq = 100000000;
+__attribute__((weak, visibility("protected"))) uint64_t __llvm_libc_clock_freq = OMPRPC_REALTIME_HZ_;
 #endif
 
 /* The device's fixed-frequency clock, in nanoseconds. */
@@ -58,7 +64,7 @@ static uint64_t omprpc_clock_ns_(void) {
 #endif
   uint64_t frequency = __atomic_load_n(&__llvm_libc_clock_freq, __ATOMIC_RELAXED);
   if (!frequency)
-    frequency = 100000000;
+    frequency = OMPRPC_REALTIME_HZ_;
   /* ticks * 10^9 / frequency without overflow: whole seconds first, then the rest. */
   return ticks / frequency * 1000000000u + ticks % frequency * 1000000000u / frequency;
 #else

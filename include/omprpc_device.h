@@ -18,7 +18,8 @@
  * are C99's without positional arguments; GPU code cannot pass long double. omprpc_vfprintf (va_list)
  * exists for code that only runs on the host device. omprpc_snprintf, omprpc_sprintf and
  * omprpc_asprintf take their arguments the same way; the host formats them with its C library and
- * sends back the bytes for the buffer.
+ * sends back the bytes for the buffer. omprpc_sscanf, omprpc_fscanf and omprpc_scanf take pointers
+ * the same way; the host parses with its C library and sends back what it stored through each.
  *
  * Where no omprpc server is attached (the stock plugin, or host fallback), calls compiled for the host
  * are carried out directly, so that programs still work; on a GPU they fail (EOF, -1, NULL), and
@@ -339,6 +340,10 @@ enum {
   OMPRPC_OP_FORMAT_TO_BUFFER = 0x7f03,
   /* strtod, strtof and strtold converted by the host's C library (device/strtod.c). */
   OMPRPC_OP_STRTOD = 0x7f04,
+  /* sscanf, fscanf and scanf parsed by the host's C library (src/rpc/services/scan.rs). */
+  OMPRPC_OP_SCAN = 0x7f05,
+  /* getenv answered by the host's C library (device/omprpc_libc.c, src/rpc/services/getenv.rs). */
+  OMPRPC_OP_GETENV = 0x7f06,
   OMPRPC_OP_FIRST_USER = 0x8000
 };
 
@@ -1667,6 +1672,118 @@ static inline int omprpc_asprintf_args_(char **out, const omprpc_arg *args, uint
   return omprpc_asprintf_with_(out, omprpc_malloc, omprpc_free, args, count);
 }
 
+/* ---- scanf ---------------------------------------------------------------------------------------------
+ * sscanf of a string, fscanf of a stream (scanf: of OMPRPC_STDIN), parsed by the host's C library: the
+ * request (OMPRPC_OP_SCAN) is a packet (word 0: OMPRPC_SCAN_STRING or OMPRPC_SCAN_STREAM; word 1: the
+ * stream; word 2: how many pointers), the format with its NUL, and the input string without it. The
+ * host reads the destination types from the format, calls glibc's vsscanf or vfscanf, and replies with
+ * its result (EOF, -1, when it refuses: positions, %ms, wide conversions, more conversions than
+ * pointers, an fscanf width of 65536 or more), then, for each conversion glibc stored, a u32 pointer
+ * index, a u32 byte count and the bytes, which land through that pointer as they arrive (no buffer on
+ * the device's stack). fscanf's %s and %[ without a width read at most 65535 bytes. A NULL string,
+ * stream or format gives EOF without a request. */
+enum { OMPRPC_SCAN_STRING = 0, OMPRPC_SCAN_STREAM = 1 };
+
+/* Where the bytes of a reply go: record heads are gathered, then their bytes copied to the pointer. */
+typedef struct {
+  const void *const *pointers; /* args + 1 */
+  uint32_t count;
+  uint32_t head_len;
+  unsigned char head[8];
+  unsigned char *dst;
+  uint64_t left;
+} omprpc_scan_sink_;
+
+static inline void omprpc_scan_take_(omprpc_scan_sink_ *s, const unsigned char *bytes, uint64_t n) {
+  while (n) {
+    if (s->left) {
+      uint64_t k = n < s->left ? n : s->left;
+      if (s->dst) {
+        omprpc_copy_(s->dst, bytes, k);
+        s->dst += k;
+      }
+      bytes += k, n -= k, s->left -= k;
+      continue;
+    }
+    s->head[s->head_len++] = *bytes++;
+    --n;
+    if (s->head_len == sizeof s->head) {
+      uint32_t index, length;
+      omprpc_copy_(&index, s->head, 4);
+      omprpc_copy_(&length, s->head + 4, 4);
+      s->head_len = 0;
+      s->left = length;
+      s->dst = index < s->count ? (unsigned char *)(uintptr_t)s->pointers[index] : 0;
+    }
+  }
+}
+
+/* Receives a byte string as omprpc_recv_n does, into the sink. */
+static inline void omprpc_scan_recv_(omprpc_client_port *p, omprpc_scan_sink_ *sink) {
+  omprpc_packet packet;
+  omprpc_recv(p, &packet);
+  uint64_t size = packet.data[0];
+  omprpc_scan_take_(sink, (const unsigned char *)&packet.data[1], size < 56 ? size : 56);
+  for (uint64_t idx = 56; omprpc_ballot_(p->mask, idx < size); idx += 64) {
+    omprpc_recv(p, &packet);
+    omprpc_scan_take_(sink, (const unsigned char *)packet.data, size > idx ? (size - idx < 64 ? size - idx : 64) : 0);
+  }
+}
+
+#if !OMPRPC_GPU_
+/* Without a server, on the host: the host's own sscanf or fscanf with the pointers (unused ones are
+ * passed as C allows, and ignored). */
+static inline int omprpc_host_scan_(int kind, const void *source, const void *const *args, uint32_t count) {
+  void *p[31] = {0};
+  for (uint32_t i = 1; i < count && i <= 31; ++i)
+    p[i - 1] = (void *)(uintptr_t)args[i];
+  const char *format = (const char *)args[0];
+#define OMPRPC_SCAN_ALL_                                                                                 \
+  p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15], \
+      p[16], p[17], p[18], p[19], p[20], p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28], p[29], p[30]
+  int result = kind == OMPRPC_SCAN_STRING ? sscanf((const char *)source, format, OMPRPC_SCAN_ALL_)
+                                          : fscanf(omprpc_host_stream_((omprpc_file *)(uintptr_t)source), format,
+                                                   OMPRPC_SCAN_ALL_);
+#undef OMPRPC_SCAN_ALL_
+  return result;
+}
+#endif
+
+/* sscanf (OMPRPC_SCAN_STRING: `source` is the string) or fscanf (OMPRPC_SCAN_STREAM: an omprpc_file *)
+ * of `args[0]` (the format) into the pointers `args[1..count)`; glibc's result, or EOF (-1). */
+static inline int omprpc_scan_args_(int kind, const void *source, const void *const *args, uint32_t count) {
+  const char *format = (const char *)args[0];
+  if (!format || !source || !count)
+    return -1;
+#if !OMPRPC_GPU_
+  if (!omprpc_rpc_active())
+    return count <= 32 ? omprpc_host_scan_(kind, source, args, count) : -1;
+#else
+  if (!omprpc_rpc_active())
+    return -1;
+#endif
+  const char *input = kind == OMPRPC_SCAN_STRING ? (const char *)source : "";
+  omprpc_packet packet;
+  omprpc_zero_(&packet);
+  packet.data[0] = (uint64_t)kind;
+  packet.data[1] = kind == OMPRPC_SCAN_STRING ? 0 : (uint64_t)(uintptr_t)source;
+  packet.data[2] = count - 1;
+  omprpc_client_port port = omprpc_open(OMPRPC_OP_SCAN);
+  omprpc_send(&port, &packet);
+  omprpc_send_n(&port, format, omprpc_strlen_(format) + 1);
+  omprpc_send_n(&port, input, omprpc_strlen_(input));
+  omprpc_recv(&port, &packet);
+  omprpc_scan_sink_ sink;
+  sink.pointers = args + 1;
+  sink.count = count - 1;
+  sink.head_len = 0;
+  sink.dst = 0;
+  sink.left = 0;
+  omprpc_scan_recv_(&port, &sink);
+  omprpc_close(&port);
+  return (int)(int64_t)packet.data[0];
+}
+
 #if !OMPRPC_GPU_
 /* printf with a va_list, for code that only runs on the host device. */
 static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap) {
@@ -1857,6 +1974,27 @@ static inline int omprpc_vfprintf(omprpc_file *f, const char *format, va_list ap
   omprpc_asprintf_args_((out), (const omprpc_arg[]){OMPRPC_TO_BUFFER_ARGS_(__VA_ARGS__)},                 \
                         OMPRPC_TO_BUFFER_COUNT_(__VA_ARGS__))
 
+/* The pointers of a scanf-family call (the format first), or, past 31 after the format, a build error
+ * that names these calls. */
+#define OMPRPC_SCAN_ARGS_(...) OMPRPC_CAT_(OMPRPC_SCAN_ARGS_, OMPRPC_FITS_(__VA_ARGS__))(__VA_ARGS__)
+#define OMPRPC_SCAN_ARGS_FITS(...) __VA_ARGS__
+#define OMPRPC_SCAN_ARGS_TOO_MANY(...)                                                                    \
+  __extension__({                                                                                         \
+    _Static_assert(0, "omprpc_sscanf, omprpc_fscanf and omprpc_scanf (sscanf, fscanf and scanf on a GPU " \
+                      "with omprpc_libc.h) take at most 31 arguments after the format");                  \
+    (const void *)0;                                                                                      \
+  })
+#define OMPRPC_SCAN_(kind, source, ...)                                                                   \
+  omprpc_scan_args_((kind), (source), (const void *const[]){OMPRPC_SCAN_ARGS_(__VA_ARGS__)},              \
+                    OMPRPC_TO_BUFFER_COUNT_(__VA_ARGS__))
+
+/* omprpc_sscanf(string, format, ...), omprpc_fscanf(stream, format, ...) and omprpc_scanf(format, ...):
+ * C's sscanf, fscanf and scanf (of OMPRPC_STDIN), parsed by the host's C library (the same result and
+ * stored values), at most 31 pointers; see omprpc_scan_args_ for what is refused. */
+#define omprpc_sscanf(string, ...) OMPRPC_SCAN_(OMPRPC_SCAN_STRING, (const void *)(string), __VA_ARGS__)
+#define omprpc_fscanf(stream, ...) OMPRPC_SCAN_(OMPRPC_SCAN_STREAM, (const void *)(stream), __VA_ARGS__)
+#define omprpc_scanf(...) OMPRPC_SCAN_(OMPRPC_SCAN_STREAM, (const void *)OMPRPC_STDIN, __VA_ARGS__)
+
 #else /* C++ */
 
 #pragma omp begin declare target
@@ -1901,6 +2039,19 @@ template <typename... A> static inline int omprpc_sprintf(char *buffer, const ch
 template <typename... A> static inline int omprpc_asprintf(char **out, const char *format, A... args) {
   const omprpc_arg list[] = {omprpc_arg_p_(format), omprpc_make_arg(args)...};
   return omprpc_asprintf_args_(out, list, (uint32_t)(1 + sizeof...(A)));
+}
+
+/* omprpc_sscanf, omprpc_fscanf and omprpc_scanf (see the C forms above): every argument a pointer. */
+template <typename... A> static inline int omprpc_sscanf(const char *string, const char *format, A *...args) {
+  const void *const list[] = {format, (const void *)args...};
+  return omprpc_scan_args_(OMPRPC_SCAN_STRING, string, list, (uint32_t)(1 + sizeof...(A)));
+}
+template <typename... A> static inline int omprpc_fscanf(omprpc_file *stream, const char *format, A *...args) {
+  const void *const list[] = {format, (const void *)args...};
+  return omprpc_scan_args_(OMPRPC_SCAN_STREAM, stream, list, (uint32_t)(1 + sizeof...(A)));
+}
+template <typename... A> static inline int omprpc_scanf(const char *format, A *...args) {
+  return omprpc_fscanf(OMPRPC_STDIN, format, args...);
 }
 #pragma omp end declare target
 

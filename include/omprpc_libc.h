@@ -16,6 +16,9 @@
  *     arguments in C), formatted by the host's C library: the bytes and result of glibc's snprintf;
  *     asprintf's text comes from the library's malloc, for the program's free. vsnprintf and
  *     vsprintf cannot be had: clang-16 cannot compile va_arg for a GPU (docs/c-library.md).
+ *   * NVIDIA and AMD: sscanf, fscanf and scanf become omprpc_device.h's typed omprpc_sscanf,
+ *     omprpc_fscanf and omprpc_scanf (at most 31 pointers in C), parsed by the host's glibc: its
+ *     result and stored values. vsscanf, vfscanf and vscanf cannot be had, for the same reason.
  * Without it, printf and assert on NVIDIA stay CUDA's, and fprintf does not build for a GPU. */
 #ifndef OMPRPC_LIBC_H
 #define OMPRPC_LIBC_H
@@ -64,12 +67,18 @@ __attribute__((weak, noreturn)) void __assert_fail(const char *expression, const
 #define fprintf(stream, ...) omprpc_fprintf((omprpc_file *)(stream), __VA_ARGS__)
 #define snprintf(buffer, size, ...) omprpc_snprintf(buffer, size, __VA_ARGS__)
 #define sprintf(buffer, ...) omprpc_sprintf(buffer, __VA_ARGS__)
+#define sscanf(string, ...) omprpc_sscanf(string, __VA_ARGS__)
+#define fscanf(stream, ...) omprpc_fscanf((omprpc_file *)(stream), __VA_ARGS__)
+#define scanf(...) omprpc_scanf(__VA_ARGS__)
 #ifdef __cplusplus
 /* std::snprintf(...) becomes std::omprpc_snprintf(...), and so on. */
 namespace std {
 using ::omprpc_fprintf;
+using ::omprpc_fscanf;
+using ::omprpc_scanf;
 using ::omprpc_snprintf;
 using ::omprpc_sprintf;
+using ::omprpc_sscanf;
 } // namespace std
 #pragma omp begin declare target
 template <typename... A> static inline int omprpc_libc_asprintf(char **out, const char *format, A... args) {

@@ -4,8 +4,9 @@
 # gfx90a, gfx940, gfx1030, gfx1100): one object per
 # target, each a host object carrying the device code in its .llvm.offloading section, which is what
 # clang-16's offload linker (clang-linker-wrapper) takes from an archive given with -l. The archive
-# and the headers a program needs with it (omprpc_libc.h, the opt-in one, and those it includes) go to
-# OUTDIR. Needs clang-16 and the GPU toolchains (sh scripts/setup-debian.sh installs them).
+# and the headers a program needs with it (omprpc_libc.h, the opt-in one, and those it includes;
+# omprpc_stdbit.h, C23's <stdbit.h>, which glibc 2.36 lacks) go to OUTDIR. Needs clang-16 and the
+# GPU toolchains (sh scripts/setup-debian.sh installs them).
 # Usage: sh scripts/build-device-lib.sh [OUTDIR]   (default: target/device)
 set -eu
 cd "$(dirname "$0")/.."
@@ -38,5 +39,5 @@ for arch in gfx906 gfx908 gfx90a gfx940 gfx1030 gfx1100; do
 done
 rm -f "$out/libomprpc-device.a"
 ar rcs "$out/libomprpc-device.a" "$work"/*.o
-cp include/omprpc_libc.h include/omprpc_device.h include/omprpc.h "$out/"
+cp include/omprpc_libc.h include/omprpc_device.h include/omprpc.h include/omprpc_stdbit.h "$out/"
 echo "$out/libomprpc-device.a: $(wc -c <"$out/libomprpc-device.a") bytes, for sm_70 to sm_90 and gfx906, gfx908, gfx90a, gfx940, gfx1030, gfx1100"

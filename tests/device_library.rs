@@ -313,6 +313,27 @@ fn the_librarys_own_functions_give_glibcs_results() {
     assert!(checks > 50_000, "only {checks} cases were compared");
 }
 
+/// The library's locale.h (`device/locale.c`: only the "C" locale) answers as glibc does in the "C"
+/// locale: `c_tests/libc_locale.c` compares setlocale, localeconv's every field, newlocale, duplocale,
+/// freelocale and uselocale, and their errno, in a target region on the host device.
+#[test]
+fn the_librarys_locale_functions_give_glibcs_c_locale() {
+    let exe = support::build_program_with("libc_locale.c", &["-fno-builtin"]);
+    let (checks, _) = compared(&exe, Plugin::Ours, "the library's locale.h against glibc");
+    assert!(checks > 400, "only {checks} cases were compared");
+}
+
+/// The library's stdbit.h (`device/stdbit.c`, C23's 70 bit functions, which glibc 2.36 lacks) gives
+/// what loops over the bits give: `c_tests/libc_stdbit.c` checks every function of every type (every
+/// unsigned char and short; edges, powers of two and their neighbours and pseudo-random values for the
+/// wider types), and `omprpc_stdbit.h`'s type-generic forms, in a target region on the host device.
+#[test]
+fn the_librarys_stdbit_functions_give_the_bits_answers() {
+    let exe = support::build_program_with("libc_stdbit.c", &["-fno-builtin"]);
+    let (checks, _) = compared(&exe, Plugin::Ours, "the library's stdbit.h against loops");
+    assert!(checks > 7_000_000, "only {checks} cases were compared");
+}
+
 /// Runs a program that compares the library with glibc (its last line "N checks, M mismatches")
 /// through `plugin`: how many cases it compared, and its stderr. Fails, saying `what` was compared,
 /// unless it ended well with no mismatch.
@@ -332,10 +353,7 @@ fn compared(exe: &std::path::Path, plugin: Plugin, what: &str) -> (u64, String) 
         .and_then(|rest| rest.split_once(" checks, "))
         .map(|(checks, mismatches)| (checks.parse::<u64>().unwrap(), mismatches.to_string()))
         .unwrap_or_else(|| panic!("{what}: no summary in:\n{stdout}{stderr}"));
-    assert!(
-        out.status.success() && mismatches == "0",
-        "{what}:\n{stdout}{stderr}"
-    );
+    assert!(out.status.success() && mismatches == "0", "{what}:\n{stdout}{stderr}");
     (checks, stderr)
 }
 
@@ -394,6 +412,42 @@ fn snprintf_in_target_regions_gives_glibcs_bytes_and_results() {
     assert_eq!(fallback, checks, "the same cases without a server");
 }
 
+/// `omprpc_sscanf`, `omprpc_fscanf` and `omprpc_scanf` (`omprpc_device.h`, which `omprpc_libc.h` routes a
+/// GPU program's `sscanf`, `fscanf` and `scanf` to) give glibc's result and stored bytes, parsed by the
+/// host through SCAN: `c_tests/libc_sscanf.c` compares them with the host's glibc on thousands of cases
+/// in a target region on the host device (every conversion, width, length modifier, scansets, `%n`,
+/// failures, limits, floats), a file it writes and stdin reopened on it, and refusals (EOF, nothing
+/// stored, an error line each); built for a simulated warp of 32, each lane parses its own text.
+/// Without a server the same calls are the host's own.
+#[test]
+fn sscanf_in_target_regions_gives_glibcs_results_and_stored_bytes() {
+    let what = "device sscanf against glibc";
+    let exe = build_program("libc_sscanf.c");
+    let (checks, stderr) = compared(&exe, Plugin::Ours, what);
+    assert!(checks > 10_000, "only {checks} cases were compared");
+    for refusal in [
+        "sscanf(\"%1$d\"): positional arguments (%1$d) are not available to device code; nothing stored",
+        "sscanf(\"%ms\"): the allocating modifier m (%ms) is not available to device code",
+        "sscanf(\"%ls\"): wide conversions (%ls, %lc, %l[, %S, %C) are not available to device code",
+        "sscanf(\"%d %d\"): the format stores 2 conversions but 1 pointers were passed",
+    ] {
+        assert!(stderr.contains(refusal), "no error line {refusal:?} in:\n{stderr}");
+    }
+    let warp = support::build_program_with("libc_sscanf.c", &["-DOMPRPC_SIMULATED_LANES=32"]);
+    let (lanes, _) = compared(&warp, Plugin::Ours, what);
+    assert_eq!(
+        lanes,
+        32 + 11 + 32 + 7,
+        "every lane, a third of them, each alone; the refusals"
+    );
+    let (fallback, _) = compared(&exe, Plugin::Stock, what);
+    assert_eq!(
+        fallback,
+        checks - 4,
+        "the same cases without a server, but the host's refusals"
+    );
+}
+
 /// The library's clocks (`device/time.c`) in a target region on the host device: `CLOCK_MONOTONIC`
 /// never goes back, `clock()` is that clock in microseconds, `nanosleep` sleeps at least the time asked
 /// (by its own clock and the host's; no upper bound), other clock ids and bad requests fail with
@@ -418,17 +472,58 @@ fn the_librarys_clocks_are_monotonic_and_nanosleep_sleeps_long_enough() {
     assert!(checks.parse::<u64>().unwrap() > 2_000, "only {checks} checks");
 }
 
-/// The library's `exit` runs the device's `atexit` handlers (64 at most, the last registered first)
-/// and `_Exit` runs none; both end the process with their status, through the host, with what the
-/// host and the device wrote before there once, in order, and the device's unclosed file flushed
+/// The library's `getenv` (`device/omprpc_libc.c`, the host's C library answering through the
+/// plugin's GETENV service) gives glibc's answer for a set variable, an empty one, one of 5,000 bytes,
+/// an unset one and odd names, in a copy of the device's own that stays the same when asked again;
+/// NULL for a NULL name (`c_tests/libc_getenv.c`).
+#[test]
+fn the_librarys_getenv_gives_the_hosts_environment() {
+    let exe = support::build_program_with("libc_getenv.c", &["-fno-builtin"]);
+    let long = "x".repeat(5000);
+    let env = [
+        ("OMPRPC_GETENV_SET", "value of a set variable"),
+        ("OMPRPC_GETENV_EMPTY", ""),
+        ("OMPRPC_GETENV_LONG", long.as_str()),
+    ];
+    assert!(
+        std::env::var_os("OMPRPC_GETENV_UNSET").is_none(),
+        "the test needs OMPRPC_GETENV_UNSET unset"
+    );
+    let out = run(&exe, &[], Plugin::Ours, &env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check_ours_ran(&stderr).unwrap();
+    assert!(stdout.contains("on the device: 1\n"), "{stdout}{stderr}");
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        out.status.success() && summary.ends_with(" checks, 0 mismatches"),
+        "the library's getenv:\n{stdout}{stderr}"
+    );
+    let checks: u64 = summary.split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(
+        checks, 27,
+        "every name's checks (4 for each of the 4 set, 1 for each of the 5 unset) and 6 more"
+    );
+}
+
+/// The library's `exit` runs the device's `atexit` handlers (64 at most, the last registered first),
+/// `_Exit` runs none, and `quick_exit` runs those of `at_quick_exit` (64 at most, the last first) and
+/// not `atexit`'s; each ends the process with its status, through the host, with what the host and the
+/// device wrote before there once, in order, and the device's unclosed file flushed
 /// (`c_tests/libc_exit.c`).
 #[test]
 fn library_exit_runs_atexit_handlers_and_underscore_exit_does_not() {
     let exe = support::build_program_with("libc_exit.c", &["-fno-builtin"]);
-    let before = "host: before the target region\ndevice: registered 0, then -1\n";
+    let before = "host: before the target region\ndevice: registered 0, then -1\n\
+                  device: quick registered 0, then -1\n";
     for (mode, status, handlers) in [
         ("exit", 5, "device: handler 2, after 62\ndevice: handler 1\n"),
         ("_Exit", 6, ""),
+        (
+            "quick_exit",
+            7,
+            "device: quick handler 2, after 62\ndevice: quick handler 1\n",
+        ),
     ] {
         let file = support::scratch().join(format!("libc_exit_{mode}.txt"));
         let _ = std::fs::remove_file(&file);
@@ -575,19 +670,124 @@ fn gpu_snprintf_with_too_many_arguments_is_refused_naming_the_limit() {
             "{gpu:?}: {stderr}"
         );
         assert_eq!(stderr.matches("error:").count(), 1, "{gpu:?}, one error: {stderr}");
+        let (built, stderr) = build(&["-DSCANF"]);
+        assert!(built, "{gpu:?}, sscanf with 31 pointers: {stderr}");
+        let (built, stderr) = build(&["-DSCANF", "-DTOO_MANY_ARGS"]);
+        assert!(!built, "{gpu:?}, sscanf with 32 pointers built");
+        assert!(
+            stderr.contains("(sscanf, fscanf and scanf on a GPU with omprpc_libc.h) take at most 31 arguments"),
+            "{gpu:?}: {stderr}"
+        );
+        assert_eq!(stderr.matches("error:").count(), 1, "{gpu:?}, one error: {stderr}");
     }
 }
 
 /// The calls of `c_tests/gpu/libc_calls.c` that `omprpc_libc.h` routes to typed forms the host formats
-/// (`snprintf`, `sprintf`, and `asprintf`, the library's `omprpc_libc_asprintf_args`): none may be left
+/// (`snprintf`, `sprintf`, and `asprintf`, the library's `omprpc_libc_asprintf_args`) or parses
+/// (`sscanf`, `fscanf`, `scanf`, glibc's C99 names of them included): none may be left
 /// for the device link (nvlink would fail on it; AMD would not have compiled the variadic call).
-const FORMAT_CALLS: [&str; 6] = [
+const FORMAT_CALLS: [&str; 12] = [
     "snprintf",
     "sprintf",
     "asprintf",
     "vsnprintf",
     "vsprintf",
     "omprpc_libc_asprintf_args",
+    "sscanf",
+    "fscanf",
+    "scanf",
+    "__isoc99_sscanf",
+    "__isoc99_fscanf",
+    "__isoc99_scanf",
+];
+
+/// `getenv`, `quick_exit` and `at_quick_exit` (`device/omprpc_libc.c`) and locale.h's functions
+/// (`device/locale.c`), which `c_tests/gpu/libc_calls.c` calls too.
+const HOST_AND_LOCALE_CALLS: [&str; 9] = [
+    "getenv",
+    "quick_exit",
+    "at_quick_exit",
+    "setlocale",
+    "localeconv",
+    "newlocale",
+    "duplocale",
+    "freelocale",
+    "uselocale",
+];
+
+/// stdbit.h's 70 functions (`device/stdbit.c`), which `c_tests/gpu/libc_calls.c` calls through
+/// `omprpc_stdbit.h`: each of the 14 for each of the 5 unsigned types.
+const STDBIT_CALLS: [&str; 70] = [
+    "stdc_leading_zeros_uc",
+    "stdc_leading_zeros_us",
+    "stdc_leading_zeros_ui",
+    "stdc_leading_zeros_ul",
+    "stdc_leading_zeros_ull",
+    "stdc_leading_ones_uc",
+    "stdc_leading_ones_us",
+    "stdc_leading_ones_ui",
+    "stdc_leading_ones_ul",
+    "stdc_leading_ones_ull",
+    "stdc_trailing_zeros_uc",
+    "stdc_trailing_zeros_us",
+    "stdc_trailing_zeros_ui",
+    "stdc_trailing_zeros_ul",
+    "stdc_trailing_zeros_ull",
+    "stdc_trailing_ones_uc",
+    "stdc_trailing_ones_us",
+    "stdc_trailing_ones_ui",
+    "stdc_trailing_ones_ul",
+    "stdc_trailing_ones_ull",
+    "stdc_first_leading_zero_uc",
+    "stdc_first_leading_zero_us",
+    "stdc_first_leading_zero_ui",
+    "stdc_first_leading_zero_ul",
+    "stdc_first_leading_zero_ull",
+    "stdc_first_leading_one_uc",
+    "stdc_first_leading_one_us",
+    "stdc_first_leading_one_ui",
+    "stdc_first_leading_one_ul",
+    "stdc_first_leading_one_ull",
+    "stdc_first_trailing_zero_uc",
+    "stdc_first_trailing_zero_us",
+    "stdc_first_trailing_zero_ui",
+    "stdc_first_trailing_zero_ul",
+    "stdc_first_trailing_zero_ull",
+    "stdc_first_trailing_one_uc",
+    "stdc_first_trailing_one_us",
+    "stdc_first_trailing_one_ui",
+    "stdc_first_trailing_one_ul",
+    "stdc_first_trailing_one_ull",
+    "stdc_count_zeros_uc",
+    "stdc_count_zeros_us",
+    "stdc_count_zeros_ui",
+    "stdc_count_zeros_ul",
+    "stdc_count_zeros_ull",
+    "stdc_count_ones_uc",
+    "stdc_count_ones_us",
+    "stdc_count_ones_ui",
+    "stdc_count_ones_ul",
+    "stdc_count_ones_ull",
+    "stdc_has_single_bit_uc",
+    "stdc_has_single_bit_us",
+    "stdc_has_single_bit_ui",
+    "stdc_has_single_bit_ul",
+    "stdc_has_single_bit_ull",
+    "stdc_bit_width_uc",
+    "stdc_bit_width_us",
+    "stdc_bit_width_ui",
+    "stdc_bit_width_ul",
+    "stdc_bit_width_ull",
+    "stdc_bit_floor_uc",
+    "stdc_bit_floor_us",
+    "stdc_bit_floor_ui",
+    "stdc_bit_floor_ul",
+    "stdc_bit_floor_ull",
+    "stdc_bit_ceil_uc",
+    "stdc_bit_ceil_us",
+    "stdc_bit_ceil_ui",
+    "stdc_bit_ceil_ul",
+    "stdc_bit_ceil_ull",
 ];
 
 /// A program that calls the C library functions that run on the device links with the library for
@@ -604,7 +804,13 @@ fn c_library_functions_that_run_on_the_device_link_for_every_gpu_target() {
     assert!(err.contains("undefined symbol: strlen"), "{err}");
     let mut flags = without.to_vec();
     flags.extend([format!("-L{}", dir.display()), "-lomprpc-device".to_string()]);
-    let names = [&DEVICE_CALLS[..], &FORMAT_CALLS[..]].concat();
+    let names = [
+        &DEVICE_CALLS[..],
+        &FORMAT_CALLS[..],
+        &STDBIT_CALLS[..],
+        &HOST_AND_LOCALE_CALLS[..],
+    ]
+    .concat();
     let failures = undefined_for_every_gpu("libc_calls.c", &flags, &names);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -929,5 +1135,35 @@ fn printf_arguments_are_laid_out_as_clang_16_lays_them_out() {
             let align = args.iter().map(|a| a.size()).max().unwrap_or(1);
             assert_eq!(end.div_ceil(align) * align, *size, "{gpu:?}: size of {format:?}");
         }
+    }
+}
+
+/// The AMD realtime counter's frequency the library assumes until a loader writes the agent's own
+/// (`__llvm_libc_clock_freq`, with LLVM libc's defaults): 25 MHz on GFX9 parts before gfx940, 100 MHz on
+/// gfx940 and RDNA, read from the linked images of a program that calls `clock`.
+#[test]
+fn amd_clocks_assume_llvm_libcs_frequency_for_each_architecture() {
+    let dir = library_dir();
+    let flags = [
+        "-D_GNU_SOURCE".to_string(),
+        "-include".to_string(),
+        dir.join("omprpc_libc.h").display().to_string(),
+        format!("-L{}", dir.display()),
+        "-lomprpc-device".to_string(),
+    ];
+    for (arch, hz) in [
+        ("gfx90a", 25_000_000u64),
+        ("gfx940", 100_000_000),
+        ("gfx1030", 100_000_000),
+    ] {
+        let gpu = Gpu::Amdgcn(arch);
+        let exe = build_gpu_program("libc_calls.c", gpu, &flags).unwrap();
+        let image = support::extract_image(&exe, gpu);
+        let elf = omprpc::util::elf::Image::parse(&image).expect("an ELF image");
+        let symbol = elf
+            .symbol(b"__llvm_libc_clock_freq")
+            .expect("the library's clock frequency is linked");
+        let bytes = elf.symbol_bytes(&symbol).expect("with its initial value");
+        assert_eq!(u64::from_le_bytes(bytes[..8].try_into().unwrap()), hz, "{arch}");
     }
 }

@@ -93,6 +93,14 @@ fn the_device_header_has_the_mailbox_layout() {
         opcodes.contains(&format!("own STRTOD {}\n", opcode::STRTOD)),
         "the header's STRTOD is the plugin's: {opcodes}"
     );
+    assert!(
+        opcodes.contains(&format!("own SCAN {}\n", opcode::SCAN)),
+        "the header's SCAN is the plugin's: {opcodes}"
+    );
+    assert!(
+        opcodes.contains(&format!("own GETENV {}\n", opcode::GETENV)),
+        "the header's GETENV is the plugin's: {opcodes}"
+    );
     assert!(opcodes.ends_with("lanes 1\n"), "{opcodes}");
     let header = std::fs::read_to_string(root.join("include/omprpc_device.h")).unwrap();
     let lanes = omprpc::plugin::rpc_link::LANES_SYMBOL.to_str().unwrap();

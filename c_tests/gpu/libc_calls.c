@@ -1,21 +1,33 @@
 /* An unchanged program's C library calls that need no host: ctype.h (the macros of glibc's header, and
  * the functions), string.h and strings.h, stdlib.h's and inttypes.h's integer functions, errno, wctob,
- * time.h's clocks, atexit; and strtod, strtof, atof and _Exit, which reach the host.
+ * time.h's clocks, atexit, stdbit.h's 70 functions (omprpc_stdbit.h), locale.h's (the "C" locale);
+ * and strtod, strtof, atof, _Exit, getenv and quick_exit, which reach the host.
  * Built for each GPU target with -lomprpc-device by tests/device_library.rs, which checks that the
  * device link finds each defined. The text they work on depends on argc, so that no call is folded away.
  * Built with -D_GNU_SOURCE (for memmem, strchrnul and the like): clang-16's AMD pass includes the C
  * library's headers before the program's first line. Built with -include omprpc_libc.h too, for
- * snprintf, sprintf and asprintf, which the host formats (clang-16 cannot compile a variadic call for
- * AMD, and nvlink finds no snprintf, without it). */
+ * snprintf, sprintf and asprintf, which the host formats, and sscanf, fscanf and scanf, which the host
+ * parses (clang-16 cannot compile a variadic call for AMD, and nvlink finds no snprintf, without it). */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <wchar.h>
+/* C23's stdbit.h, which glibc 2.36 lacks: the header the library ships (its directory's copy is this file). */
+#include "../../include/omprpc_stdbit.h"
+
+/* Every stdbit.h function of the type with suffix s, on v. */
+#define STDBIT_CALLS(s, v)                                                                                   \
+  (stdc_leading_zeros_##s(v) + stdc_leading_ones_##s(v) + stdc_trailing_zeros_##s(v) +                    \
+   stdc_trailing_ones_##s(v) + stdc_first_leading_zero_##s(v) + stdc_first_leading_one_##s(v) +          \
+   stdc_first_trailing_zero_##s(v) + stdc_first_trailing_one_##s(v) + stdc_count_zeros_##s(v) +          \
+   stdc_count_ones_##s(v) + stdc_has_single_bit_##s(v) + stdc_bit_width_##s(v) +                          \
+   (long)stdc_bit_floor_##s(v) + (long)stdc_bit_ceil_##s(v))
 
 /* BSD's, which glibc declares from 2.38 on (Debian 12 has 2.36): a program declares them itself. */
 size_t strlcpy(char *dst, const char *src, size_t size);
@@ -24,6 +36,7 @@ size_t strlcat(char *dst, const char *src, size_t size);
 static int by_value(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 static int by_value_r(const void *a, const void *b, void *sign) { return *(int *)sign * by_value(a, b); }
 static void at_exit(void) {}
+static void at_quick(void) {}
 
 int main(int argc, char **argv) {
   long status = 0;
@@ -103,14 +116,34 @@ int main(int argc, char **argv) {
     status += (long)strtod(text, &end) + (long)strtof(text + 1, NULL) + (long)atof(text + 2);
     struct timespec now, nap = {0, c};
     status += clock_gettime(CLOCK_MONOTONIC, &now) + now.tv_nsec + clock() + nanosleep(&nap, NULL);
-    status += atexit(at_exit);
+    status += atexit(at_exit) + at_quick_exit(at_quick);
+    char *home = getenv(text + 20);
+    status += home ? (long)strlen(home) : 0;
+    status += setlocale(LC_ALL, argc > 3 ? "" : NULL) != NULL;
+    struct lconv *conv = localeconv();
+    status += conv->decimal_point[0];
+    locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0), copy_locale = duplocale(c_locale);
+    status += uselocale(copy_locale) == c_locale;
+    freelocale(copy_locale);
+    freelocale(c_locale);
     char formatted[64], *allocated = NULL;
     status += snprintf(formatted, sizeof formatted, "%s|%d|%.3f|%c|%lld", text, c, c / 7.0, c, (long long)status);
     status += sprintf(formatted, "%x %p %-5s|", (unsigned)c, (void *)text, text + c % 4);
     status += asprintf(&allocated, "%*d", c % 9, c);
     free(allocated);
+    int parsed = 0;
+    double real = 0;
+    char word[16];
+    status += sscanf(formatted, "%d %lf %15s", &parsed, &real, word) + parsed + (long)real;
+    if (c == 'S')
+      status += fscanf(stdin, "%d %15[a-z]", &parsed, word) + scanf("%lf%n", &real, &parsed);
+    status += STDBIT_CALLS(uc, (unsigned char)c) + STDBIT_CALLS(us, (unsigned short)c) +
+              STDBIT_CALLS(ui, (unsigned)c) + STDBIT_CALLS(ul, (unsigned long)status) +
+              STDBIT_CALLS(ull, (unsigned long long)status) + stdc_leading_zeros(status + 0ul);
     if (c == 'Q')
       _Exit(c);
+    if (c == 'R')
+      quick_exit(c);
   }
   printf("%ld\n", status);
   return 0;

@@ -113,6 +113,13 @@ pub mod opcode {
     /// found, converted by the host's C library, whose value's bits, characters read and `errno` go
     /// back (`rpc::services::strtod`), so that the device gets glibc's correctly rounded results.
     pub const STRTOD: u16 = 0x7f04;
+    /// The plugin's `sscanf`, `fscanf` and `scanf`: a format and an input string (or a stream the
+    /// device names) parsed by the host's C library, whose result and stored bytes go back to the
+    /// device's pointers (`rpc::services::scan`), so that the device gets glibc's results.
+    pub const SCAN: u16 = 0x7f05;
+    /// The plugin's `getenv`: a name the device sent, looked up by the host's C library in the
+    /// process's environment, whose value (or its absence) goes back (`rpc::services::getenv`).
+    pub const GETENV: u16 = 0x7f06;
 
     /// Whether libc's server handles `op` itself (such opcodes cannot be overridden).
     pub fn is_built_in(op: u16) -> bool {
@@ -179,6 +186,8 @@ pub mod opcode {
             HOST_FUNCTION => Some("HOST_FUNCTION"),
             FORMAT_TO_BUFFER => Some("FORMAT_TO_BUFFER"),
             STRTOD => Some("STRTOD"),
+            SCAN => Some("SCAN"),
+            GETENV => Some("GETENV"),
             _ => NAMES.get(usize::from(op)).copied(),
         }
     }
@@ -203,6 +212,8 @@ pub mod opcode {
             assert_eq!(name(PRINTF), Some("PRINTF"), "the plugin's own");
             assert_eq!(name(FORMAT_TO_BUFFER), Some("FORMAT_TO_BUFFER"), "the plugin's own");
             assert_eq!(name(STRTOD), Some("STRTOD"), "the plugin's own");
+            assert_eq!(name(SCAN), Some("SCAN"), "the plugin's own");
+            assert_eq!(name(GETENV), Some("GETENV"), "the plugin's own");
         }
 
         #[test]

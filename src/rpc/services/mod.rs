@@ -4,8 +4,10 @@
 
 pub mod assertion;
 pub mod exit;
+pub mod getenv;
 pub mod heap;
 pub mod host_call;
 pub mod printf;
+pub mod scan;
 pub mod streams;
 pub mod strtod;

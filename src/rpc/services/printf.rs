@@ -219,7 +219,7 @@ impl<'a> Request<'a> {
 /// The x86-64 ABI's `va_list` element, with every register argument used up so that the C library
 /// reads each argument from `overflow_arg_area`: 8-byte slots, `long double` in 16-byte aligned pairs.
 #[repr(C)]
-struct VaList {
+pub(crate) struct VaList {
     gp_offset: u32,
     fp_offset: u32,
     overflow_arg_area: *mut c_void,
@@ -297,6 +297,31 @@ impl Slots {
         let pair = self.words.last_mut().expect("pushed above");
         *pair |= u128::from(word) << (64 * (self.len % 2));
         self.len += 1;
+    }
+}
+
+/// Pointers in `va_list` slots, laid out as printf's arguments: for the host's `vsscanf` and
+/// `vfscanf` (`rpc::services::scan`), whose arguments are all pointers.
+pub(crate) struct PointerSlots(Slots);
+
+impl PointerSlots {
+    /// Slots holding `pointers` in order.
+    pub(crate) fn new(pointers: &[*mut c_void]) -> PointerSlots {
+        let mut slots = Slots {
+            words: Vec::with_capacity(pointers.len().div_ceil(2)),
+            len: 0,
+            _strings: Vec::new(),
+            _wide: Vec::new(),
+        };
+        for &pointer in pointers {
+            slots.push(pointer as u64);
+        }
+        PointerSlots(slots)
+    }
+
+    /// A `va_list` that reads the pointers from the first.
+    pub(crate) fn va_list(&mut self) -> VaList {
+        self.0.va_list()
     }
 }
 

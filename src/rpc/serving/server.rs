@@ -209,7 +209,9 @@ impl RpcServer {
                     state,
                 )
             })
-            .and_then(|()| server.register(opcode::STRTOD, crate::rpc::services::strtod::serve, state));
+            .and_then(|()| server.register(opcode::STRTOD, crate::rpc::services::strtod::serve, state))
+            .and_then(|()| server.register(opcode::SCAN, crate::rpc::services::scan::serve, state))
+            .and_then(|()| server.register(opcode::GETENV, crate::rpc::services::getenv::serve, state));
         if let Err(e) = registered {
             // The only reference: shutting down frees libc's server and the mailbox.
             let _ = server.shutdown();
