@@ -291,12 +291,16 @@ fn unchanged_programs_link_with_the_library_for_every_gpu_target() {
             ));
         }
         if let Gpu::Nvptx(_) = gpu {
-            // nvlink keeps function symbols: printf must be the library's, not the device runtime's.
-            if !symbols
-                .iter()
-                .any(|(_, section, name)| name == "__llvm_omp_vprintf" && section != "UND")
-            {
-                failures.push(format!("{gpu:?}: __llvm_omp_vprintf is not defined in the image"));
+            // nvlink keeps function symbols: printf must be the library's, not the device runtime's,
+            // and malloc and free the library's (the device heap), not CUDA's (a call into the
+            // driver's own heap, which leaves no function of that name in the image).
+            for wanted in ["__llvm_omp_vprintf", "malloc", "free"] {
+                if !symbols
+                    .iter()
+                    .any(|(_, section, name)| name == wanted && section != "UND")
+                {
+                    failures.push(format!("{gpu:?}: {wanted} is not defined in the image"));
+                }
             }
         }
     }
