@@ -264,12 +264,12 @@ impl<B: Backend> Core<B> {
             ),
         );
         let addresses = resolved.addresses.clone();
-        let has_kernel = |name: &CStr| {
-            elf_image
-                .as_ref()
-                .is_some_and(|image| image.symbol(name.to_bytes()).is_some())
-        };
-        let (constructors, destructors) = (has_kernel(IMAGE_CONSTRUCTORS), has_kernel(IMAGE_DESTRUCTORS));
+        // One pass over the image's symbols for both kernels (each lookup would read them all).
+        let (mut constructors, mut destructors) = (false, false);
+        for (name, _) in elf_image.as_ref().map(elf::Image::symbols).unwrap_or_default() {
+            constructors |= name == IMAGE_CONSTRUCTORS.to_bytes();
+            destructors |= name == IMAGE_DESTRUCTORS.to_bytes();
+        }
         images.push(LoadedImage {
             image_start,
             addresses: resolved.addresses,
